@@ -1,0 +1,574 @@
+package dev.idem.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.Guard;
+import dev.idem.IdempotencyKey;
+import dev.idem.Outcome;
+import dev.idem.StoreUnavailableException;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.IdempotencyStore;
+import dev.idem.spi.StoredRecord;
+import dev.idem.spi.UpdateResult;
+import java.nio.charset.StandardCharsets;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import net.jqwik.api.Arbitraries;
+import net.jqwik.api.Arbitrary;
+import net.jqwik.api.Combinators;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.Provide;
+import net.jqwik.api.lifecycle.AfterProperty;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The contract every {@link IdempotencyStore} passes. A store's test extends it and says how to make the store:
+ *
+ * <pre>{@code
+ * class RedisStoreContractTest extends IdempotencyStoreContract {
+ *     protected IdempotencyStore createStore(Clock clock) { return RedisStore.builder(url).clock(clock).build(); }
+ *     protected IdempotencyStore createUnavailableStore(Clock clock) { ... a closed port ... }
+ * }
+ * }</pre>
+ *
+ * Time is driven by a {@link MutableClock} handed to the store; nothing sleeps. Each test uses its own namespace,
+ * so tests never see each other's keys. {@link #randomDeliverySequences_keepEveryEffectExactlyOnce} replays random
+ * sequences of deliveries, failures, crashes and lease expiries (jqwik); a slow store may override it with fewer
+ * tries.
+ */
+public abstract class IdempotencyStoreContract {
+    protected static final Duration LEASE = Duration.ofSeconds(30);
+    protected static final Duration RETENTION = Duration.ofHours(1);
+
+    protected final MutableClock clock = MutableClock.atNow();
+    protected IdempotencyStore store;
+    protected String namespace;
+
+    /** A store whose lease and retention decisions follow {@code clock}. */
+    protected abstract IdempotencyStore createStore(Clock clock);
+
+    /** A store that cannot reach its backend (e.g. pointed at a closed port), to check the documented exception. */
+    protected abstract IdempotencyStore createUnavailableStore(Clock clock);
+
+    @BeforeEach
+    void openStore() {
+        store = createStore(clock);
+        namespace = "c" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+    }
+
+    @AfterEach
+    void closeStore() {
+        store.close();
+    }
+
+    protected IdempotencyKey key(String k) {
+        return IdempotencyKey.of(namespace, k);
+    }
+
+    private static ClaimRequest claimOf(IdempotencyKey key, String owner) {
+        return new ClaimRequest(key, owner, null, LEASE);
+    }
+
+    private ClaimResult claim(String k, String owner) {
+        return store.claim(claimOf(key(k), owner));
+    }
+
+    @Test
+    void firstClaim_ofNewKey_isClaimed_withLeaseFromNow() {
+        ClaimResult result = claim("order-1:PAY", "owner-a");
+
+        assertThat(result).isInstanceOfSatisfying(ClaimResult.Claimed.class, c -> {
+            assertThat(c.owner()).isEqualTo("owner-a");
+            assertThat(c.fencingToken()).isPositive();
+            assertThat(c.leaseUntil()).isEqualTo(clock.instant().plus(LEASE));
+        });
+    }
+
+    @Test
+    void claim_afterCompletion_isDone_withStoredResultAndFingerprint() {
+        store.claim(new ClaimRequest(key("k"), "owner-a", "fp-1", LEASE));
+        assertThat(store.complete(key("k"), "owner-a", bytes("receipt-42"), RETENTION))
+                .isEqualTo(UpdateResult.APPLIED);
+
+        ClaimResult again = claim("k", "owner-b");
+
+        assertThat(again).isInstanceOfSatisfying(ClaimResult.Done.class, d -> {
+            assertThat(d.result()).isEqualTo(bytes("receipt-42"));
+            assertThat(d.fingerprint()).isEqualTo("fp-1");
+            assertThat(d.completedAt()).isEqualTo(clock.instant());
+            assertThat(d.expiresAt()).isEqualTo(clock.instant().plus(RETENTION));
+        });
+    }
+
+    @Test
+    void claim_byOtherOwner_whileInProgress_isInProgress_untilLeaseEnds() {
+        store.claim(new ClaimRequest(key("k"), "owner-a", "fp-1", LEASE));
+        clock.advance(LEASE.minusSeconds(1));
+
+        assertThat(claim("k", "owner-b")).isInstanceOfSatisfying(ClaimResult.InProgress.class, p -> {
+            assertThat(p.owner()).isEqualTo("owner-a");
+            assertThat(p.fingerprint()).isEqualTo("fp-1");
+            assertThat(p.leaseUntil()).isEqualTo(clock.instant().plusSeconds(1));
+        });
+    }
+
+    @Test
+    void claim_retriedBySameOwner_afterClientTimeout_isClaimedAgain_withSameFencingToken() {
+        var first = (ClaimResult.Claimed) claim("k", "owner-a");
+        clock.advance(Duration.ofSeconds(5));
+
+        ClaimResult retried = claim("k", "owner-a");
+
+        assertThat(retried).isInstanceOfSatisfying(ClaimResult.Claimed.class, c -> {
+            assertThat(c.fencingToken()).isEqualTo(first.fencingToken());
+            assertThat(c.leaseUntil()).isEqualTo(clock.instant().plus(LEASE));
+        });
+    }
+
+    @Test
+    @Timeout(60)
+    void concurrentClaims_ofOneKey_exactlyOneWins() throws Exception {
+        int threads = 8;
+        for (int round = 0; round < 20; round++) {
+            String k = "race-" + round;
+            CountDownLatch start = new CountDownLatch(1);
+            ExecutorService pool = Executors.newFixedThreadPool(threads);
+            try {
+                List<Future<ClaimResult>> results = new ArrayList<>();
+                for (int t = 0; t < threads; t++) {
+                    String owner = "owner-" + t;
+                    results.add(pool.submit(() -> {
+                        start.await();
+                        return claim(k, owner);
+                    }));
+                }
+                start.countDown();
+                int winners = 0;
+                for (Future<ClaimResult> f : results) {
+                    ClaimResult r = f.get(30, TimeUnit.SECONDS);
+                    assertThat(r).isInstanceOfAny(ClaimResult.Claimed.class, ClaimResult.InProgress.class);
+                    winners += r instanceof ClaimResult.Claimed ? 1 : 0;
+                }
+                assertThat(winners).as("winners of round %d", round).isEqualTo(1);
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+
+    @Test
+    void claim_afterLeaseExpired_takesOver_withGreaterFencingToken() {
+        var first = (ClaimResult.Claimed) claim("k", "owner-a");
+        clock.advance(LEASE.plusMillis(1));
+
+        ClaimResult second = claim("k", "owner-b");
+
+        assertThat(second).isInstanceOfSatisfying(ClaimResult.TakenOver.class, t -> {
+            assertThat(t.owner()).isEqualTo("owner-b");
+            assertThat(t.previousOwner()).isEqualTo("owner-a");
+            assertThat(t.fencingToken()).isGreaterThan(first.fencingToken());
+        });
+    }
+
+    @Test
+    void complete_byStaleOwner_afterTakeover_isNotOwner_andLeavesNewOwnersClaim() {
+        claim("k", "owner-a");
+        clock.advance(LEASE.plusMillis(1));
+        claim("k", "owner-b");
+
+        assertThat(store.complete(key("k"), "owner-a", bytes("stale"), RETENTION))
+                .isEqualTo(UpdateResult.NOT_OWNER);
+
+        assertThat(store.lookup(key("k"))).hasValueSatisfying(r -> {
+            assertThat(r.state()).isEqualTo(StoredRecord.State.PROCESSING);
+            assertThat(r.owner()).isEqualTo("owner-b");
+        });
+        assertThat(store.complete(key("k"), "owner-b", null, RETENTION)).isEqualTo(UpdateResult.APPLIED);
+    }
+
+    @Test
+    void release_byStaleOwner_afterTakeover_isNotOwner_andKeepsNewOwnersClaim() {
+        claim("k", "owner-a");
+        clock.advance(LEASE.plusMillis(1));
+        claim("k", "owner-b");
+
+        assertThat(store.release(key("k"), "owner-a")).isEqualTo(UpdateResult.NOT_OWNER);
+        assertThat(claim("k", "owner-c")).isInstanceOf(ClaimResult.InProgress.class);
+    }
+
+    @Test
+    void release_byOwner_letsTheRedeliveryClaim() {
+        claim("k", "owner-a");
+
+        assertThat(store.release(key("k"), "owner-a")).isEqualTo(UpdateResult.APPLIED);
+
+        assertThat(claim("k", "owner-b")).isInstanceOf(ClaimResult.Claimed.class);
+    }
+
+    @Test
+    void completedKey_afterRetention_isClaimedAsNew() {
+        claim("k", "owner-a");
+        store.complete(key("k"), "owner-a", null, RETENTION);
+        clock.advance(RETENTION.minusMillis(1));
+        assertThat(claim("k", "owner-b")).isInstanceOf(ClaimResult.Done.class);
+
+        clock.advance(Duration.ofMillis(2));
+
+        assertThat(claim("k", "owner-b")).isInstanceOf(ClaimResult.Claimed.class);
+    }
+
+    @Test
+    void extend_byOwner_keepsTheClaimPastItsFirstLease() {
+        claim("k", "owner-a");
+        clock.advance(LEASE.minusSeconds(1));
+
+        assertThat(store.extend(key("k"), "owner-a", LEASE)).isEqualTo(UpdateResult.APPLIED);
+        clock.advance(Duration.ofSeconds(10));
+
+        assertThat(claim("k", "owner-b")).isInstanceOf(ClaimResult.InProgress.class);
+    }
+
+    @Test
+    void extend_byStaleOwner_isNotOwner() {
+        claim("k", "owner-a");
+        clock.advance(LEASE.plusMillis(1));
+        claim("k", "owner-b");
+
+        assertThat(store.extend(key("k"), "owner-a", LEASE)).isEqualTo(UpdateResult.NOT_OWNER);
+    }
+
+    @Test
+    void complete_release_extend_ofUnknownKey_areNotFound() {
+        assertThat(store.complete(key("nobody"), "owner-a", null, RETENTION)).isEqualTo(UpdateResult.NOT_FOUND);
+        assertThat(store.release(key("nobody"), "owner-a")).isEqualTo(UpdateResult.NOT_FOUND);
+        assertThat(store.extend(key("nobody"), "owner-a", LEASE)).isEqualTo(UpdateResult.NOT_FOUND);
+    }
+
+    @Test
+    void complete_ofDoneKey_byAnother_isNotOwner_andKeepsFirstResult() {
+        claim("k", "owner-a");
+        store.complete(key("k"), "owner-a", bytes("first"), RETENTION);
+
+        assertThat(store.complete(key("k"), "owner-b", bytes("second"), RETENTION))
+                .isEqualTo(UpdateResult.NOT_OWNER);
+        assertThat(store.lookup(key("k")).orElseThrow().result()).isEqualTo(bytes("first"));
+    }
+
+    @Test
+    void lookup_showsClaimsAndCompletions_andNothingForUnknownKeys() {
+        claim("busy", "owner-a");
+        claim("done", "owner-a");
+        store.complete(key("done"), "owner-a", null, RETENTION);
+
+        assertThat(store.lookup(key("busy"))).hasValueSatisfying(r -> {
+            assertThat(r.state()).isEqualTo(StoredRecord.State.PROCESSING);
+            assertThat(r.expiresAt()).isEqualTo(clock.instant().plus(LEASE));
+        });
+        assertThat(store.lookup(key("done"))).hasValueSatisfying(r -> {
+            assertThat(r.state()).isEqualTo(StoredRecord.State.DONE);
+            assertThat(r.expiresAt()).isEqualTo(clock.instant().plus(RETENTION));
+        });
+        assertThat(store.lookup(key("unknown"))).isEmpty();
+    }
+
+    @Test
+    void fencingTokens_growWithEveryClaimOfTheNamespace() {
+        long previous = 0;
+        for (int i = 0; i < 10; i++) {
+            var c = (ClaimResult.Acquired) claim("f" + i, "owner-a");
+            assertThat(c.fencingToken()).isGreaterThan(previous);
+            previous = c.fencingToken();
+        }
+    }
+
+    @Test
+    void claimAll_answersEachKeyInRequestOrder_newDoneAndInProgress() {
+        claim("done", "owner-x");
+        store.complete(key("done"), "owner-x", null, RETENTION);
+        claim("busy", "owner-x");
+
+        List<ClaimResult> results = store.claimAll(List.of(
+                claimOf(key("zeta-new"), "owner-a"),
+                claimOf(key("done"), "owner-a"),
+                claimOf(key("busy"), "owner-a"),
+                claimOf(key("alpha-new"), "owner-a")));
+
+        assertThat(results).hasSize(4);
+        assertThat(results.get(0)).isInstanceOf(ClaimResult.Claimed.class);
+        assertThat(results.get(1)).isInstanceOf(ClaimResult.Done.class);
+        assertThat(results.get(2)).isInstanceOf(ClaimResult.InProgress.class);
+        assertThat(results.get(3)).isInstanceOf(ClaimResult.Claimed.class);
+        assertThat(claim("alpha-new", "owner-b")).isInstanceOf(ClaimResult.InProgress.class);
+    }
+
+    @Test
+    void claimAll_ofManyKeys_claimsEveryOne() {
+        List<ClaimRequest> batch = new ArrayList<>();
+        for (int i = 0; i < 500; i++) {
+            batch.add(claimOf(key("batch-" + i), "owner-a"));
+        }
+        Collections.shuffle(batch, new Random(7));
+
+        assertThat(store.claimAll(batch)).hasSize(500).allMatch(r -> r instanceof ClaimResult.Claimed);
+        assertThat(store.claimAll(batch)).allMatch(r -> r instanceof ClaimResult.Claimed, "same owner retries");
+    }
+
+    @Test
+    void claimAll_withTheSameKeyTwice_isRefused() {
+        assertThatThrownBy(() -> store.claimAll(List.of(claimOf(key("a"), "o1"), claimOf(key("a"), "o1"))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("twice");
+    }
+
+    @Test
+    void oddKeys_roundTrip_andNeverCollide() {
+        String longKey = "x".repeat(IdempotencyKey.MAX_KEY_LENGTH);
+        String longKey2 = "x".repeat(IdempotencyKey.MAX_KEY_LENGTH - 1) + "y";
+        List<String> keys = List.of(
+                "1",
+                "订单-10086:支付",
+                "emoji-\uD83D\uDCB8",
+                "with space and 'quote' and \"dq\" and ; -- and %_",
+                longKey,
+                longKey2,
+                "sha256:" + "0".repeat(64),
+                "é".repeat(64),
+                "é".repeat(65));
+        for (String k : keys) {
+            assertThat(claim(k, "owner-a")).as(k).isInstanceOf(ClaimResult.Claimed.class);
+            assertThat(store.complete(key(k), "owner-a", bytes(k.substring(0, 1)), RETENTION))
+                    .isEqualTo(UpdateResult.APPLIED);
+        }
+        for (String k : keys) {
+            assertThat(claim(k, "owner-b"))
+                    .as(k)
+                    .isInstanceOfSatisfying(
+                            ClaimResult.Done.class, d -> assertThat(d.result()).isEqualTo(bytes(k.substring(0, 1))));
+        }
+    }
+
+    @Test
+    void unavailableStore_throwsStoreUnavailableException() {
+        try (IdempotencyStore broken = createUnavailableStore(clock)) {
+            assertThatThrownBy(() -> broken.claim(claimOf(key("k"), "owner-a")))
+                    .isInstanceOf(StoreUnavailableException.class);
+            assertThatThrownBy(() -> broken.complete(key("k"), "owner-a", null, RETENTION))
+                    .isInstanceOf(StoreUnavailableException.class);
+            assertThatThrownBy(() -> broken.release(key("k"), "owner-a")).isInstanceOf(StoreUnavailableException.class);
+            assertThatThrownBy(() -> broken.lookup(key("k"))).isInstanceOf(StoreUnavailableException.class);
+        }
+    }
+
+    @Test
+    void guard_handlerFailure_releasesTheClaim_andTheRedeliveryRuns() {
+        try (Guard guard = guard()) {
+            AtomicInteger effects = new AtomicInteger();
+
+            Outcome failed = guard.run("pay-1", () -> {
+                throw new IllegalStateException("payment gateway timed out");
+            });
+            Outcome redelivered = guard.run("pay-1", effects::incrementAndGet);
+            Outcome duplicate = guard.run("pay-1", effects::incrementAndGet);
+
+            assertThat(failed.type()).isEqualTo(Outcome.Type.FAILED);
+            assertThat(failed.reason()).contains("payment gateway timed out");
+            assertThat(redelivered.type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(duplicate.type()).isEqualTo(Outcome.Type.DUPLICATE);
+            assertThat(effects).hasValue(1);
+        }
+    }
+
+    @Test
+    void guard_sameKeyWithOtherPayload_isRejected() {
+        try (Guard guard = guard()) {
+            guard.handle("pay-1", "fingerprint-a", ctx -> Outcome.processed());
+
+            Outcome reused = guard.handle("pay-1", "fingerprint-b", ctx -> Outcome.processed());
+
+            assertThat(reused.type()).isEqualTo(Outcome.Type.REJECTED);
+            assertThat(reused.reason()).contains("different payload");
+        }
+    }
+
+    /**
+     * Many threads deliver each of N keys several times at once, and handlers fail at random: every key's effect
+     * runs exactly once and none is lost.
+     */
+    @Test
+    @Timeout(120)
+    void stress_manyThreadsRedeliveringWithRandomFailures_eachEffectExactlyOnce() throws Exception {
+        int keys = stressKeys();
+        int copies = 4;
+        List<String> deliveries = new ArrayList<>();
+        for (int k = 0; k < keys; k++) {
+            for (int c = 0; c < copies; c++) {
+                deliveries.add("stress-" + k);
+            }
+        }
+        Collections.shuffle(deliveries, new Random(42));
+        ConcurrentHashMap<String, AtomicInteger> effects = new ConcurrentHashMap<>();
+        AtomicInteger next = new AtomicInteger();
+        int threads = 8;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try (Guard guard = guard()) {
+            List<Future<?>> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                workers.add(pool.submit(() -> {
+                    for (int i = next.getAndIncrement(); i < deliveries.size(); i = next.getAndIncrement()) {
+                        String k = deliveries.get(i);
+                        Outcome outcome;
+                        do {
+                            outcome = guard.run(k, () -> {
+                                if (ThreadLocalRandom.current().nextInt(10) == 0) {
+                                    throw new IllegalStateException("random handler failure");
+                                }
+                                effects.computeIfAbsent(k, x -> new AtomicInteger())
+                                        .incrementAndGet();
+                            });
+                        } while (!outcome.isFinal());
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> w : workers) {
+                w.get(110, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(effects).hasSize(keys);
+        assertThat(effects.values()).allSatisfy(n -> assertThat(n).hasValue(1));
+    }
+
+    /**
+     * Replays a random sequence of deliveries, duplicates, concurrent deliveries, handler failures, crashes (a claim
+     * never completed nor released) and clock jumps past the lease, and checks after every step that no key's effect
+     * ran twice; at the end, after the leases lapse, one more delivery of every key leaves each effect applied
+     * exactly once: nothing is lost.
+     */
+    @Property(tries = 1000)
+    void randomDeliverySequences_keepEveryEffectExactlyOnce(@ForAll("deliverySequences") List<Step> steps) {
+        IdempotencyStore s = propertyStore();
+        MutableClock time = propertyClock;
+        String ns = "p" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+        Map<String, Integer> effects = new HashMap<>();
+        try (Guard guard = Guard.builder(s)
+                .namespace(ns)
+                .lease(LEASE)
+                .retention(RETENTION)
+                .clock(time)
+                .watchdog(false)
+                .build()) {
+            for (Step step : steps) {
+                String k = "k" + step.key();
+                switch (step.kind()) {
+                    case DELIVER -> guard.run(k, () -> effects.merge(k, 1, Integer::sum));
+                    case FAIL ->
+                        guard.run(k, () -> {
+                            throw new IllegalStateException("handler failure");
+                        });
+                    case CONCURRENT ->
+                        guard.run(k, () -> {
+                            Outcome second = guard.run(k, () -> effects.merge(k, 1, Integer::sum));
+                            assertThat(second.type())
+                                    .as("a delivery concurrent with a running one")
+                                    .isEqualTo(Outcome.Type.IN_PROGRESS);
+                            effects.merge(k, 1, Integer::sum);
+                        });
+                    case CRASH -> s.claim(new ClaimRequest(IdempotencyKey.of(ns, k), "crashed", null, LEASE));
+                    case LEASE_LAPSES -> time.advance(LEASE.plusMillis(1));
+                }
+                assertThat(effects.values()).as("after %s", step).allMatch(n -> n == 1);
+            }
+            time.advance(LEASE.plusMillis(1));
+            for (Step step : steps) {
+                String k = "k" + step.key();
+                Outcome last = guard.run(k, () -> effects.merge(k, 1, Integer::sum));
+                assertThat(last.isFinal())
+                        .as("final delivery of %s: %s", k, last)
+                        .isTrue();
+            }
+            for (Step step : steps) {
+                assertThat(effects.get("k" + step.key()))
+                        .as("effects of k%d", step.key())
+                        .isEqualTo(1);
+            }
+        }
+    }
+
+    /** One step of a delivery sequence. */
+    public record Step(Kind kind, int key) {
+        public enum Kind {
+            DELIVER,
+            FAIL,
+            CONCURRENT,
+            CRASH,
+            LEASE_LAPSES
+        }
+    }
+
+    @Provide
+    Arbitrary<List<Step>> deliverySequences() {
+        Arbitrary<Step> step = Combinators.combine(
+                        Arbitraries.of(Step.Kind.class), Arbitraries.integers().between(0, 3))
+                .as(Step::new);
+        return step.list().ofMinSize(1).ofMaxSize(30);
+    }
+
+    private final MutableClock propertyClock = MutableClock.atNow();
+    private IdempotencyStore propertyStore;
+
+    private IdempotencyStore propertyStore() {
+        if (propertyStore == null) {
+            propertyStore = createStore(propertyClock);
+        }
+        return propertyStore;
+    }
+
+    @AfterProperty
+    void closePropertyStore() {
+        if (propertyStore != null) {
+            propertyStore.close();
+            propertyStore = null;
+        }
+    }
+
+    /** How many keys the stress test uses; a slow store may lower it. */
+    protected int stressKeys() {
+        return 500;
+    }
+
+    protected Guard guard() {
+        return Guard.builder(store)
+                .namespace(namespace)
+                .lease(LEASE)
+                .retention(RETENTION)
+                .clock(clock)
+                .watchdog(false)
+                .build();
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

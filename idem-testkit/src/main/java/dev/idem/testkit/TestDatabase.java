@@ -65,8 +65,8 @@ public final class TestDatabase implements AutoCloseable {
         execute(server, "CREATE DATABASE " + database + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin");
         Matcher m = JDBC_URL.matcher(server);
         if (!m.matches()) {
-            throw new IllegalArgumentException("IDEM_MYSQL_URL must look like jdbc:mariadb://host:port/db?user=...,"
-                    + " got " + server);
+            throw new IllegalArgumentException(
+                    "IDEM_MYSQL_URL must look like jdbc:mariadb://host:port/db?user=...," + " got " + server);
         }
         String url = m.group(1) + "/" + database + (m.group(3) == null ? "" : m.group(3));
         return new TestDatabase(Engine.MARIADB, database, url, server, 16);

@@ -1,0 +1,42 @@
+package dev.idem.redis;
+
+import dev.idem.spi.IdempotencyStore;
+import dev.idem.testkit.IdempotencyStoreContract;
+import dev.idem.testkit.TestServers;
+import java.net.ServerSocket;
+import java.time.Clock;
+import java.time.Duration;
+import org.junit.jupiter.api.AfterAll;
+
+class RedisStoreContractTest extends IdempotencyStoreContract {
+    private static final String PREFIX = TestServers.uniquePrefix("RedisStoreContract");
+
+    @Override
+    protected IdempotencyStore createStore(Clock clock) {
+        return RedisStore.builder(TestServers.redis().url())
+                .prefix(PREFIX)
+                .clock(clock)
+                .build();
+    }
+
+    @Override
+    protected IdempotencyStore createUnavailableStore(Clock clock) {
+        return RedisStore.builder("redis://127.0.0.1:" + closedPort())
+                .clock(clock)
+                .commandTimeout(Duration.ofMillis(300))
+                .build();
+    }
+
+    @AfterAll
+    static void deleteKeys() {
+        RedisKeys.deleteAll(TestServers.redis().url(), PREFIX);
+    }
+
+    static int closedPort() {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("no free port", e);
+        }
+    }
+}

@@ -177,13 +177,19 @@ public final class RedisStore implements IdempotencyStore {
             for (Map.Entry<String, List<Integer>> chunk : pending) {
                 calls.add(claimCall(chunk.getKey(), chunk.getValue(), requests, now));
             }
-            List<MarksLostException> lost = new ArrayList<>();
+            MarksLostException lost = null;
+            boolean rearmed = false;
             for (int c = 0; c < calls.size(); c++) {
                 String namespace = pending.get(c).getKey();
                 List<Integer> indexes = pending.get(c).getValue();
                 List<Object> reply = calls.get(c).await();
                 if (text(reply.get(0)).equals("LOST")) {
-                    lost.add(marksLost(namespace, text(reply.get(1)), now));
+                    String marker = text(reply.get(1));
+                    if (attempt == 0 && rearmedByPolicy(namespace, marker, now)) {
+                        rearmed = true;
+                    } else if (lost == null) {
+                        lost = marksLost(namespace, marker);
+                    }
                     continue;
                 }
                 epochs.put(namespace, text(reply.get(1)));
@@ -192,11 +198,11 @@ public final class RedisStore implements IdempotencyStore {
                     results[i] = claimResult(requests.get(i), list(reply.get(2 + j)));
                 }
             }
-            if (lost.isEmpty()) {
-                return Arrays.asList(results);
+            if (lost != null) {
+                throw lost;
             }
-            if (attempt > 0 || !lost.stream().allMatch(e -> rearmedByPolicy(e, now))) {
-                throw lost.get(0);
+            if (!rearmed) {
+                return Arrays.asList(results);
             }
         }
     }
@@ -234,36 +240,35 @@ public final class RedisStore implements IdempotencyStore {
         };
     }
 
-    private MarksLostException marksLost(String namespace, String marker, Instant now) {
-        String[] parts = marker.split(":");
-        Instant detectedAt = parts.length == 3 ? Instant.ofEpochMilli(Long.parseLong(parts[2])) : now;
-        MarksLostException e = new MarksLostException(description, namespace, detectedAt, markLossPolicy);
-        LOG.log(System.Logger.Level.WARNING, "MARKS_LOST {0}: {1}", namespace, e.getMessage());
-        listener.onWarning(new Warning(Warning.Kind.MARKS_LOST, namespace, "*", e.getMessage()));
+    private MarksLostException marksLost(String namespace, String marker) {
+        MarksLostException e = new MarksLostException(description, namespace, detectedAt(marker), markLossPolicy);
+        warn(namespace, e.getMessage());
         return e;
     }
 
-    private boolean rearmedByPolicy(MarksLostException lost, Instant now) {
+    /** Under {@link MarkLossPolicy#rearmAfter}, re-arms a namespace whose loss is old enough. */
+    private boolean rearmedByPolicy(String namespace, String marker, Instant now) {
         Duration delay = markLossPolicy.rearmAfter;
-        if (delay == null || now.isBefore(lost.detectedAt().plus(delay))) {
+        Instant detectedAt = detectedAt(marker);
+        if (delay == null || now.isBefore(detectedAt.plus(delay))) {
             return false;
         }
-        byte[] current = get(new Keys(prefix, lost.namespace()).epoch());
-        if (current == null) {
-            return false;
-        }
-        String marker = text(current);
-        if (!marker.startsWith("lost:")) {
-            return true;
-        }
-        rearm(lost.namespace(), marker, now);
-        LOG.log(
-                System.Logger.Level.WARNING,
-                "MARKS_LOST {0}: re-armed by policy {1} after the loss detected at {2}",
-                lost.namespace(),
-                markLossPolicy,
-                lost.detectedAt());
+        rearm(namespace, marker, now);
+        warn(
+                namespace,
+                description + ": namespace '" + namespace + "' re-armed by the mark-loss policy " + markLossPolicy
+                        + " after the loss detected at " + detectedAt
+                        + "; keys completed before the loss may be processed again");
         return true;
+    }
+
+    private static Instant detectedAt(String marker) {
+        return Instant.ofEpochMilli(Long.parseLong(marker.substring(marker.lastIndexOf(':') + 1)));
+    }
+
+    private void warn(String namespace, String message) {
+        LOG.log(System.Logger.Level.WARNING, "MARKS_LOST {0}", message);
+        listener.onWarning(new Warning(Warning.Kind.MARKS_LOST, namespace, "*", message));
     }
 
     /**
@@ -415,10 +420,6 @@ public final class RedisStore implements IdempotencyStore {
         RedisAsyncCommands<byte[], byte[]> commands = commands();
         RedisFuture<T> bySha = commands.evalsha(script.sha(), type, keys, args);
         return new Call<>(bySha, () -> commands.eval(script.source(), type, keys, args));
-    }
-
-    private @Nullable byte[] get(byte[] key) {
-        return await(commands().get(key));
     }
 
     private <T> T await(RedisFuture<T> future) {

@@ -3,7 +3,6 @@ package dev.idem.redis;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.testkit.IdempotencyStoreContract;
 import dev.idem.testkit.TestServers;
-import java.net.ServerSocket;
 import java.time.Clock;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
@@ -21,7 +20,7 @@ class RedisStoreContractTest extends IdempotencyStoreContract {
 
     @Override
     protected IdempotencyStore createUnavailableStore(Clock clock) {
-        return RedisStore.builder("redis://127.0.0.1:" + closedPort())
+        return RedisStore.builder("redis://127.0.0.1:" + PrivateRedis.freePort())
                 .clock(clock)
                 .commandTimeout(Duration.ofMillis(300))
                 .build();
@@ -30,13 +29,5 @@ class RedisStoreContractTest extends IdempotencyStoreContract {
     @AfterAll
     static void deleteKeys() {
         RedisKeys.deleteAll(TestServers.redis().url(), PREFIX);
-    }
-
-    static int closedPort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        } catch (java.io.IOException e) {
-            throw new IllegalStateException("no free port", e);
-        }
     }
 }

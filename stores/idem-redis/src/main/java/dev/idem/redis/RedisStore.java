@@ -100,7 +100,7 @@ public final class RedisStore implements IdempotencyStore {
     private final MarkLossPolicy markLossPolicy;
     private final IdempotencyListener listener;
     private final String description;
-    private final ConcurrentHashMap<String, String> epochs = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<String, Witness> witnesses = new ConcurrentHashMap<>();
     private final Object connectLock = new Object();
     private volatile @Nullable StatefulRedisConnection<byte[], byte[]> connection;
     private volatile boolean closed;
@@ -192,11 +192,15 @@ public final class RedisStore implements IdempotencyStore {
                     }
                     continue;
                 }
-                epochs.put(namespace, text(reply.get(1)));
+                long highest = 0;
                 for (int j = 0; j < indexes.size(); j++) {
                     int i = indexes.get(j);
                     results[i] = claimResult(requests.get(i), list(reply.get(2 + j)));
+                    if (results[i] instanceof ClaimResult.Acquired acquired) {
+                        highest = Math.max(highest, acquired.fencingToken());
+                    }
                 }
+                witnessed(namespace, text(reply.get(1)), highest);
             }
             if (lost != null) {
                 throw lost;
@@ -211,22 +215,42 @@ public final class RedisStore implements IdempotencyStore {
             String namespace, List<Integer> indexes, List<ClaimRequest> requests, Instant now) {
         Keys keys = new Keys(prefix, namespace);
         byte[][] k = new byte[2 + indexes.size()][];
-        byte[][] a = new byte[5 + 3 * indexes.size()][];
+        byte[][] a = new byte[6 + 3 * indexes.size()][];
         k[0] = keys.epoch();
         k[1] = keys.fence();
-        a[0] = utf8(epochs.getOrDefault(namespace, ""));
+        a[0] = utf8(witness(namespace).epoch());
         a[1] = utf8("0:" + UUID.randomUUID());
         a[2] = millis(now);
         a[3] = utf8(Long.toString(Math.multiplyExact(now.toEpochMilli(), 1000L)));
         a[4] = utf8(Long.toString(expiryMargin.toMillis()));
+        a[5] = utf8(Long.toString(witness(namespace).token()));
         for (int j = 0; j < indexes.size(); j++) {
             ClaimRequest r = requests.get(indexes.get(j));
             k[2 + j] = keys.record(r.key());
-            a[5 + 3 * j] = utf8(r.owner());
-            a[6 + 3 * j] = optional(r.fingerprint() == null ? null : utf8(r.fingerprint()));
-            a[7 + 3 * j] = utf8(Long.toString(r.lease().toMillis()));
+            a[6 + 3 * j] = utf8(r.owner());
+            a[7 + 3 * j] = optional(r.fingerprint() == null ? null : utf8(r.fingerprint()));
+            a[8 + 3 * j] = utf8(Long.toString(r.lease().toMillis()));
         }
         return call(Script.CLAIM, ScriptOutputType.MULTI, k, a);
+    }
+
+    /**
+     * What this store last saw of a namespace: its epoch, and the highest fencing token it handed out under that epoch
+     * (a counter found below it later means Redis lost writes, e.g. in a failover).
+     */
+    private record Witness(String epoch, long token) {}
+
+    private Witness witness(String namespace) {
+        return witnesses.getOrDefault(namespace, new Witness("", 0));
+    }
+
+    private void witnessed(String namespace, String epoch, long token) {
+        witnesses.merge(
+                namespace,
+                new Witness(epoch, token),
+                (old, seen) -> old.epoch().equals(seen.epoch())
+                        ? new Witness(old.epoch(), Math.max(old.token(), seen.token()))
+                        : seen);
     }
 
     private static ClaimResult claimResult(ClaimRequest request, List<Object> r) {
@@ -277,7 +301,7 @@ public final class RedisStore implements IdempotencyStore {
      * claims are answered again (keys whose marks were lost count as new). Returns the namespaces re-armed.
      */
     public Set<String> rearm() {
-        Set<String> namespaces = new TreeSet<>(epochs.keySet());
+        Set<String> namespaces = new TreeSet<>(witnesses.keySet());
         byte[] pattern = utf8("{" + prefix + ":*}:epoch");
         ScanCursor cursor = ScanCursor.INITIAL;
         do {
@@ -306,8 +330,8 @@ public final class RedisStore implements IdempotencyStore {
     private void rearm(String namespace, String expected, Instant now) {
         byte[][] k = {new Keys(prefix, namespace).epoch()};
         byte[][] a = {millis(now), utf8(UUID.randomUUID().toString()), utf8(expected)};
-        epochs.put(
-                namespace, text(call(Script.REARM, ScriptOutputType.VALUE, k, a).await()));
+        witnessed(
+                namespace, text(call(Script.REARM, ScriptOutputType.VALUE, k, a).await()), 0);
     }
 
     @Override

@@ -38,7 +38,9 @@ record Script(String name, byte[] source, String sha) {
     /**
      * KEYS: sentinel, fencing counter, then the records (distinct, sorted). ARGV: the epoch the store expects
      * ({@code ""} before its first use of the namespace), the epoch to write when arming a fresh namespace, now,
-     * the counter's starting value, the garbage-collection margin, then per record: owner, fingerprint, lease.
+     * the counter's starting value, the garbage-collection margin, the highest fencing token the store has handed out
+     * under the expected epoch ({@code "0"}: none; a counter below it means a failover lost claims), then per record:
+     * owner, fingerprint, lease.
      * Returns {@code {"LOST", marker}} or {@code {"OK", epoch, result...}}, a result being {@code {"C", token,
      * until}}, {@code {"T", token, until, previous owner}}, {@code {"I", owner, until, fingerprint}} or {@code {"D",
      * completed at, expires at, fingerprint, result}}.
@@ -60,6 +62,9 @@ record Script(String name, byte[] source, String sha) {
               return {'LOST', cur}
             elseif expected ~= '' and cur ~= expected and tonumber(gen(cur)) <= tonumber(gen(expected)) then
               return lose()
+            elseif cur == expected and ARGV[6] ~= '0' then
+              local counter = redis.call('GET', KEYS[2])
+              if not counter or tonumber(counter) < tonumber(ARGV[6]) then return lose() end
             end
             local function nextToken()
               if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[2], ARGV[4]) end
@@ -68,7 +73,7 @@ record Script(String name, byte[] source, String sha) {
             local out = {'OK', cur}
             for i = 3, #KEYS do
               local k = KEYS[i]
-              local a = 5 + (i - 3) * 3
+              local a = 6 + (i - 3) * 3
               local owner, fp, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
               local untilMs = now + lease
               local r = redis.call('HMGET', k, 's', 'o', 't', 'u', 'c', 'f', 'r')

@@ -127,7 +127,8 @@ class RedisStoreMarkLossTest {
             assertThat(refused.reason()).contains("marks lost");
             assertThat(effects).hasValue(0);
 
-            assertThat(store.rearm()).contains("orders");
+            RedisStore operator = store();
+            assertThat(operator.rearm()).as("found by scanning the prefix").containsExactly("orders");
 
             assertThat(guard.run("done-3", effects::incrementAndGet).type()).isEqualTo(Outcome.Type.PROCESSED);
             assertThat(effects).hasValue(1);
@@ -171,6 +172,28 @@ class RedisStoreMarkLossTest {
     }
 
     @Test
+    void failoverLosingTheLastClaims_isALoss_whenTheCounterFallsBelowATokenThisStoreHandedOut() {
+        RedisStore store = store();
+        store.claim(claimOf("before-snapshot", "owner-a"));
+        byte[] fence = ("{" + prefix + ":orders}:fence").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] counterAtSnapshot = fetch(c -> c.sync().get(fence));
+        var lostClaim = (ClaimResult.Claimed) store.claim(claimOf("after-snapshot", "owner-a"));
+        run(c -> {
+            c.sync().set(fence, counterAtSnapshot);
+            c.sync()
+                    .del(("{" + prefix + ":orders}:r:after-snapshot")
+                            .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        });
+
+        assertThatThrownBy(() -> store.claim(claimOf("after-snapshot", "owner-b")))
+                .as("the replica promoted lacks the claim with token %d", lostClaim.fencingToken())
+                .isInstanceOf(RedisStore.MarksLostException.class);
+        assertThat(listener.warnings)
+                .singleElement()
+                .satisfies(w -> assertThat(w.kind()).isEqualTo(Warning.Kind.MARKS_LOST));
+    }
+
+    @Test
     void firstUse_ofAnEmptyRedis_armsTheNamespace_andClaims() {
         assertThat(store().claim(claimOf("k", "owner-a"))).isInstanceOf(ClaimResult.Claimed.class);
         assertThat(store().claim(claimOf("k", "owner-b"))).isInstanceOf(ClaimResult.InProgress.class);
@@ -190,6 +213,14 @@ class RedisStoreMarkLossTest {
 
     private void flushAll() {
         run(c -> c.sync().flushall());
+    }
+
+    private static <T> T fetch(java.util.function.Function<StatefulRedisConnection<byte[], byte[]>, T> query) {
+        Object[] out = new Object[1];
+        run(c -> out[0] = query.apply(c));
+        @SuppressWarnings("unchecked")
+        T value = (T) out[0];
+        return value;
     }
 
     private static void run(java.util.function.Consumer<StatefulRedisConnection<byte[], byte[]>> action) {

@@ -178,7 +178,7 @@ public final class RedisStore implements IdempotencyStore {
                 calls.add(claimCall(chunk.getKey(), chunk.getValue(), requests, now));
             }
             MarksLostException lost = null;
-            boolean rearmed = false;
+            Set<String> rearmed = new HashSet<>();
             for (int c = 0; c < calls.size(); c++) {
                 String namespace = pending.get(c).getKey();
                 List<Integer> indexes = pending.get(c).getValue();
@@ -186,7 +186,7 @@ public final class RedisStore implements IdempotencyStore {
                 if (text(reply.get(0)).equals("LOST")) {
                     String marker = text(reply.get(1));
                     if (attempt == 0 && rearmedByPolicy(namespace, marker, now)) {
-                        rearmed = true;
+                        rearmed.add(namespace);
                     } else if (lost == null) {
                         lost = marksLost(namespace, marker);
                     }
@@ -205,9 +205,10 @@ public final class RedisStore implements IdempotencyStore {
             if (lost != null) {
                 throw lost;
             }
-            if (!rearmed) {
+            if (rearmed.isEmpty()) {
                 return Arrays.asList(results);
             }
+            byNamespace.keySet().retainAll(rearmed);
         }
     }
 

@@ -5,6 +5,7 @@ import dev.idem.testkit.IdempotencyStoreContract;
 import dev.idem.testkit.TestServers;
 import java.time.Clock;
 import java.time.Duration;
+import net.jqwik.api.lifecycle.AfterContainer;
 import org.junit.jupiter.api.AfterAll;
 
 class RedisStoreContractTest extends IdempotencyStoreContract {
@@ -26,7 +27,9 @@ class RedisStoreContractTest extends IdempotencyStoreContract {
                 .build();
     }
 
+    /** Jupiter runs the tests, jqwik the property: each engine cleans up after its own. */
     @AfterAll
+    @AfterContainer
     static void deleteKeys() {
         RedisKeys.deleteAll(TestServers.redis().url(), PREFIX);
     }

@@ -77,6 +77,11 @@ public final class StateMachineGuard {
         return machine.classify(event, current.map(String::valueOf).orElse(null));
     }
 
+    /** Applies {@code event} in a transaction of its own, running {@code onApplied} only if it applied. */
+    public Outcome apply(DataSource dataSource, Object id, String event, SideEffect onApplied) {
+        return apply(dataSource, id, event, Assignments.of(), onApplied);
+    }
+
     /**
      * Like {@link #apply(Connection, Object, String, Assignments, SideEffect)} in a transaction of its own: commits
      * when the outcome is final ({@code PROCESSED}, {@code DUPLICATE}), rolls back otherwise.

@@ -7,9 +7,18 @@ import io.lettuce.core.ScanCursor;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 
-/** Test helper: deletes the keys a test class left under its prefix. */
+/** Test helper: deletes the keys a test left behind. */
 final class RedisKeys {
     private RedisKeys() {}
+
+    static void delete(String url, String key) {
+        RedisClient client = RedisClient.create(url);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            c.sync().unlink(key);
+        } finally {
+            client.shutdown();
+        }
+    }
 
     static void deleteAll(String url, String prefix) {
         RedisClient client = RedisClient.create(url);

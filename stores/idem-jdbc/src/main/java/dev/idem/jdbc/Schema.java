@@ -48,15 +48,17 @@ final class Schema {
     }
 
     static Dialect detect(DataSource dataSource, String store) {
-        String product;
-        String version;
         try (Connection c = dataSource.getConnection()) {
-            product = c.getMetaData().getDatabaseProductName();
-            version = c.getMetaData().getDatabaseProductVersion();
+            return detect(c);
         } catch (SQLException e) {
             throw new StoreUnavailableException(
                     store, "could not open a connection to detect the database (" + e.getMessage() + ")", e);
         }
+    }
+
+    static Dialect detect(Connection c) throws SQLException {
+        String product = c.getMetaData().getDatabaseProductName();
+        String version = c.getMetaData().getDatabaseProductVersion();
         String p = product.toLowerCase(Locale.ROOT);
         if (p.contains("postgres")) {
             return Dialect.POSTGRESQL;
@@ -74,6 +76,21 @@ final class Schema {
         throw new ConfigurationException(
                 "database '" + product + "' is not supported: Idem's JDBC stores run on"
                         + " PostgreSQL, MariaDB, MySQL and H2; if this database speaks one of their dialects, set .dialect(...)");
+    }
+
+    private static final Pattern IDENTIFIER =
+            Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
+
+    /**
+     * Checks a business table or column name from configuration: letters, digits and underscores, optionally
+     * qualified by a schema, so that no SQL can be injected through it.
+     */
+    static String identifier(String what, String name) {
+        if (name == null || !IDENTIFIER.matcher(name).matches()) {
+            throw new ConfigurationException(what + " '" + name + "' is not a valid SQL identifier: use letters,"
+                    + " digits and underscores (optionally schema.name), at most 63 characters each");
+        }
+        return name;
     }
 
     /** The DDL statements for {@code table}, from the shipped resource. */

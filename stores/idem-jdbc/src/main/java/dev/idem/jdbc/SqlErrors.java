@@ -40,6 +40,11 @@ final class SqlErrors {
                         || LOCK_WAIT_CODES.contains(e.getErrorCode()));
     }
 
+    /** A unique key already holds the value (PostgreSQL and H2: SQLState 23505; MariaDB/MySQL: error 1062). */
+    static boolean isDuplicateKey(SQLException e) {
+        return "23505".equals(e.getSQLState()) || e.getErrorCode() == 1062;
+    }
+
     /** The connection broke or the database cannot be reached. */
     static boolean isConnectionLost(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause()) {

@@ -63,7 +63,7 @@ import org.jspecify.annotations.Nullable;
  *       commitSync(offsets)}) only up to the first record that is not final.
  *   <li>{@code IN_PROGRESS}, {@code OUT_OF_ORDER}, {@code FAILED}: the partition is paused and the consumer seeks
  *       back to the record; the poll loop goes on (so {@code max.poll.interval.ms} is never exceeded) and resumes the
- *       partition after the {@link RetryPolicy} backoff (or the outcome's {@code retryAfter}). Later records of that
+ *       partition after the {@link RetryPolicy} backoff (or sooner: the outcome's {@code retryAfter}). Later records of that
  *       partition wait: order within a partition is kept. After {@code maxAttempts} the record is dead-lettered.
  *   <li>{@code REJECTED}, a missing or unreadable key, a value or key that cannot be deserialized: dead-lettered at
  *       once. A dead-lettered record is final once the dead-letter topic acknowledged it.
@@ -477,9 +477,20 @@ public final class IdempotentKafkaConsumer<K, V> implements AutoCloseable {
                             outcome.withReason("gave up after " + attempt + " attempts; last: " + outcome.reason()),
                             attempt);
                 }
-                yield Decision.retry(outcome.retryAfter().orElseGet(() -> retryPolicy.delayAfter(attempt)));
+                yield Decision.retry(retryDelay(outcome, attempt));
             }
         };
+    }
+
+    /**
+     * The policy's backoff, but never later than the outcome's own {@code retryAfter} (for {@code IN_PROGRESS}: when
+     * the holder's lease ends); the holder usually finishes well before that.
+     */
+    private Duration retryDelay(Outcome outcome, int attempt) {
+        Duration backoff = retryPolicy.delayAfter(attempt);
+        return outcome.retryAfter()
+                .filter(after -> after.compareTo(backoff) < 0)
+                .orElse(backoff);
     }
 
     private Outcome runHandler(String key, ConsumerRecord<K, V> record) {

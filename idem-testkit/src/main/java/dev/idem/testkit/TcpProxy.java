@@ -8,38 +8,41 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
-import java.net.SocketException;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
 /**
- * A tiny TCP proxy on 127.0.0.1 that a test puts between a client and a real server to lose responses on purpose:
- * {@link #blackholeExisting()} swallows what the server sends on the connections open now (requests still arrive,
- * acknowledgements never do), {@link #blackholeAll(boolean)} does so for new connections too, {@link
- * #partitionExisting()} swallows both directions while keeping the sockets open. All threads are daemons.
- * Thread-safe.
+ * A TCP proxy on 127.0.0.1 that a test can make misbehave: swallow the server's answers (a lost ack), cut both
+ * directions while keeping the sockets open (a network partition), or drop every connection. Daemon threads only.
+ *
+ * <pre>{@code
+ * try (TcpProxy proxy = TcpProxy.start("127.0.0.1", 6379)) {
+ *     connect to 127.0.0.1:proxy.port(); ...; proxy.blackholeExisting();
+ * }
+ * }</pre>
  */
 public final class TcpProxy implements AutoCloseable {
     private final ServerSocket server;
-    private final InetSocketAddress target;
+    private final String targetHost;
+    private final int targetPort;
     private final List<Link> links = new CopyOnWriteArrayList<>();
     private volatile boolean blackholeNew;
 
-    private TcpProxy(ServerSocket server, InetSocketAddress target) {
+    private TcpProxy(ServerSocket server, String targetHost, int targetPort) {
         this.server = server;
-        this.target = target;
+        this.targetHost = targetHost;
+        this.targetPort = targetPort;
     }
 
-    /** A proxy on a free port of 127.0.0.1 forwarding to {@code targetHost:targetPort}. */
-    public static TcpProxy start(String targetHost, int targetPort) {
+    /** Starts a proxy on a free port of 127.0.0.1 forwarding to {@code host:port}. */
+    public static TcpProxy start(String host, int port) {
         try {
             ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
-            TcpProxy proxy = new TcpProxy(server, new InetSocketAddress(targetHost, targetPort));
-            daemon("tcp-proxy-accept-" + server.getLocalPort(), proxy::acceptLoop)
-                    .start();
+            TcpProxy proxy = new TcpProxy(server, host, port);
+            daemon("tcp-proxy-accept-" + server.getLocalPort(), proxy::acceptLoop);
             return proxy;
         } catch (IOException e) {
-            throw new UncheckedIOException("cannot open a proxy port on 127.0.0.1", e);
+            throw new UncheckedIOException("could not open a proxy port", e);
         }
     }
 
@@ -47,28 +50,29 @@ public final class TcpProxy implements AutoCloseable {
         return server.getLocalPort();
     }
 
-    /** Server-to-client bytes on the connections open now are read and discarded; new connections pass. */
+    /** On connections open now, requests still reach the server but its answers are read and discarded. */
     public void blackholeExisting() {
-        links.forEach(link -> link.downstreamLost = true);
+        links.forEach(l -> l.swallowAnswers = true);
     }
 
-    /** Like {@link #blackholeExisting()}, and also for connections opened while {@code on}. */
+    /** Like {@link #blackholeExisting()}, and for every new connection too while {@code on}. */
     public void blackholeAll(boolean on) {
         blackholeNew = on;
-        links.forEach(link -> link.downstreamLost = on);
+        links.forEach(l -> l.swallowAnswers = on);
     }
 
-    /** Both directions of the connections open now are discarded; the sockets stay open (missed heartbeats). */
+    /** On connections open now, bytes in both directions are discarded; the sockets stay open. */
     public void partitionExisting() {
-        links.forEach(link -> {
-            link.downstreamLost = true;
-            link.upstreamLost = true;
+        links.forEach(l -> {
+            l.swallowAnswers = true;
+            l.swallowRequests = true;
         });
     }
 
-    /** Closes every open connection; the client reconnects through the proxy. */
+    /** Closes every open connection; new ones are accepted normally. */
     public void dropAllConnections() {
         links.forEach(Link::close);
+        links.clear();
     }
 
     @Override
@@ -76,7 +80,7 @@ public final class TcpProxy implements AutoCloseable {
         try {
             server.close();
         } catch (IOException ignored) {
-            // closing a listening socket we own: nothing to recover
+            // closing anyway
         }
         dropAllConnections();
     }
@@ -86,15 +90,13 @@ public final class TcpProxy implements AutoCloseable {
             try {
                 Socket client = server.accept();
                 Socket upstream = new Socket();
-                upstream.connect(target, 5000);
+                upstream.connect(new InetSocketAddress(targetHost, targetPort), 5000);
                 client.setTcpNoDelay(true);
                 upstream.setTcpNoDelay(true);
-                Link link = new Link(client, upstream);
-                link.downstreamLost = blackholeNew;
+                Link link = new Link(client, upstream, blackholeNew);
                 links.add(link);
-                daemon("tcp-proxy-up", () -> pump(link, client, upstream, true)).start();
-                daemon("tcp-proxy-down", () -> pump(link, upstream, client, false))
-                        .start();
+                daemon("tcp-proxy-up-" + port(), () -> link.pump(client, upstream, true));
+                daemon("tcp-proxy-down-" + port(), () -> link.pump(upstream, client, false));
             } catch (IOException e) {
                 if (server.isClosed()) {
                     return;
@@ -103,54 +105,50 @@ public final class TcpProxy implements AutoCloseable {
         }
     }
 
-    private void pump(Link link, Socket from, Socket to, boolean upstream) {
-        byte[] buffer = new byte[64 * 1024];
-        try (InputStream in = from.getInputStream();
-                OutputStream out = to.getOutputStream()) {
-            int n;
-            while ((n = in.read(buffer)) >= 0) {
-                if (!(upstream ? link.upstreamLost : link.downstreamLost)) {
-                    out.write(buffer, 0, n);
-                    out.flush();
-                }
-            }
-        } catch (SocketException e) {
-            // the other pump or dropAllConnections() closed the link
-        } catch (IOException e) {
-            // the peer went away
-        } finally {
-            link.close();
-            links.remove(link);
-        }
-    }
-
-    private static Thread daemon(String name, Runnable body) {
+    private static void daemon(String name, Runnable body) {
         Thread t = new Thread(body, name);
         t.setDaemon(true);
-        return t;
+        t.start();
     }
 
     private static final class Link {
-        final Socket client;
-        final Socket upstream;
-        volatile boolean downstreamLost;
-        volatile boolean upstreamLost;
+        private final Socket client;
+        private final Socket upstream;
+        volatile boolean swallowAnswers;
+        volatile boolean swallowRequests;
 
-        Link(Socket client, Socket upstream) {
+        Link(Socket client, Socket upstream, boolean swallowAnswers) {
             this.client = client;
             this.upstream = upstream;
+            this.swallowAnswers = swallowAnswers;
+        }
+
+        void pump(Socket from, Socket to, boolean requests) {
+            byte[] buffer = new byte[64 * 1024];
+            try (InputStream in = from.getInputStream();
+                    OutputStream out = to.getOutputStream()) {
+                for (int n = in.read(buffer); n >= 0; n = in.read(buffer)) {
+                    if (!(requests ? swallowRequests : swallowAnswers)) {
+                        out.write(buffer, 0, n);
+                        out.flush();
+                    }
+                }
+            } catch (IOException e) {
+                // the other side closed; fall through and close both
+            }
+            close();
         }
 
         void close() {
             try {
                 client.close();
             } catch (IOException ignored) {
-                // already closed
+                // closing anyway
             }
             try {
                 upstream.close();
             } catch (IOException ignored) {
-                // already closed
+                // closing anyway
             }
         }
     }

@@ -1,0 +1,349 @@
+package dev.idem.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.ConfigurationException;
+import dev.idem.DeadLetterException;
+import dev.idem.Guard;
+import dev.idem.IdempotencyKey;
+import dev.idem.IdempotencyListener;
+import dev.idem.InMemoryStore;
+import dev.idem.Outcome;
+import dev.idem.StoreUnavailableException;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.IdempotencyStore;
+import dev.idem.spi.StoredRecord;
+import dev.idem.spi.UpdateResult;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+class GuardTest {
+    private static final Duration LEASE = Duration.ofSeconds(30);
+
+    private final MutableClock clock = MutableClock.atNow();
+    private final InMemoryStore store = InMemoryStore.builder().clock(clock).build();
+    private final List<IdempotencyListener.Warning> warnings = new CopyOnWriteArrayList<>();
+    private final List<Outcome> outcomes = new CopyOnWriteArrayList<>();
+    private final IdempotencyListener recorder = new IdempotencyListener() {
+        @Override
+        public void onOutcome(String namespace, String keyLogId, Outcome outcome, Duration elapsed) {
+            outcomes.add(outcome);
+        }
+
+        @Override
+        public void onWarning(Warning warning) {
+            warnings.add(warning);
+        }
+    };
+
+    @AfterEach
+    void close() {
+        store.close();
+    }
+
+    private Guard.Builder guard(IdempotencyStore s) {
+        return Guard.builder(s)
+                .namespace("payments")
+                .lease(LEASE)
+                .clock(clock)
+                .listener(recorder)
+                .watchdog(false);
+    }
+
+    private Guard guard() {
+        return guard(store).build();
+    }
+
+    @Test
+    void firstDelivery_isProcessed_andTheDuplicateGetsTheStoredResult() {
+        Guard g = guard();
+
+        Outcome first = g.handle("pay-1", null, ctx -> Outcome.processed(bytes("receipt-7")));
+        Outcome second = g.handle("pay-1", null, ctx -> Outcome.processed(bytes("never")));
+
+        assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(second.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(second.result()).hasValue(bytes("receipt-7"));
+        assertThat(outcomes).containsExactly(first, second);
+    }
+
+    @Test
+    void invalidKey_isRejected_withoutRunningTheHandler() {
+        AtomicInteger runs = new AtomicInteger();
+
+        Outcome outcome = guard().run(" ", runs::incrementAndGet);
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(outcome.action()).isEqualTo(Outcome.Action.DEAD_LETTER);
+        assertThat(outcome.reason()).contains("missing or blank");
+        assertThat(runs).hasValue(0);
+    }
+
+    @Test
+    void handlerThrowingDeadLetterException_isRejected_andLeavesNoMark() {
+        Guard g = guard();
+
+        Outcome rejected = g.run("pay-1", () -> {
+            throw new DeadLetterException("amount is negative", null);
+        });
+
+        assertThat(rejected.type()).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(rejected.reason()).isEqualTo("amount is negative");
+        assertThat(store.lookup(IdempotencyKey.of("payments", "pay-1"))).isEmpty();
+    }
+
+    @Test
+    void outOfOrderFromABusinessGuard_releasesTheClaim_soTheRetryRuns() {
+        Guard g = guard();
+
+        Outcome early = g.handle("ship-1", null, ctx -> Outcome.outOfOrder("order not paid yet"));
+        Outcome retried = g.handle("ship-1", null, ctx -> Outcome.processed());
+
+        assertThat(early.type()).isEqualTo(Outcome.Type.OUT_OF_ORDER);
+        assertThat(retried.type()).isEqualTo(Outcome.Type.PROCESSED);
+    }
+
+    @Test
+    void duplicateFromABusinessGuard_isRemembered() {
+        Guard g = guard();
+
+        g.handle("pay-1", null, ctx -> Outcome.duplicate("order already PAID"));
+        Outcome again = g.handle("pay-1", null, ctx -> Outcome.processed());
+
+        assertThat(again.type()).isEqualTo(Outcome.Type.DUPLICATE);
+    }
+
+    @Test
+    void secondDelivery_whileFirstInProgress_isRetriedLater_afterTheRemainingLease() {
+        Guard g = guard();
+        Outcome[] second = new Outcome[1];
+
+        g.run("pay-1", () -> {
+            clock.advance(Duration.ofSeconds(10));
+            second[0] = g.run("pay-1", () -> {});
+        });
+
+        assertThat(second[0].type()).isEqualTo(Outcome.Type.IN_PROGRESS);
+        assertThat(second[0].retryAfter()).hasValue(Duration.ofSeconds(20));
+    }
+
+    @Test
+    void secondDelivery_waitingForInProgress_answersDuplicate_whenTheFirstCompletes() throws Exception {
+        Guard g = guard(store).waitForInProgress(Duration.ofSeconds(30)).build();
+        CountDownLatch firstRunning = new CountDownLatch(1);
+        CountDownLatch finishFirst = new CountDownLatch(1);
+        AtomicInteger effects = new AtomicInteger();
+
+        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> g.run("pay-1", () -> {
+            firstRunning.countDown();
+            finishFirst.await();
+            effects.incrementAndGet();
+        }));
+        assertThat(firstRunning.await(10, TimeUnit.SECONDS)).isTrue();
+        CompletableFuture<Outcome> second =
+                CompletableFuture.supplyAsync(() -> g.run("pay-1", effects::incrementAndGet));
+        finishFirst.countDown();
+
+        assertThat(first.get(10, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(second.get(10, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(effects).hasValue(1);
+    }
+
+    @Test
+    void secondDelivery_waitingForInProgress_runsTheEffect_whenTheFirstFails() throws Exception {
+        Guard g = guard(store).waitForInProgress(Duration.ofSeconds(30)).build();
+        CountDownLatch firstRunning = new CountDownLatch(1);
+        CountDownLatch failFirst = new CountDownLatch(1);
+
+        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> g.run("pay-1", () -> {
+            firstRunning.countDown();
+            failFirst.await();
+            throw new IllegalStateException("gateway down");
+        }));
+        assertThat(firstRunning.await(10, TimeUnit.SECONDS)).isTrue();
+        CompletableFuture<Outcome> second = CompletableFuture.supplyAsync(() -> g.run("pay-1", () -> {}));
+        failFirst.countDown();
+
+        assertThat(first.get(10, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(second.get(10, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+    }
+
+    @Test
+    void storeUnavailable_failsClosed_byDefault_withoutRunningTheHandler() {
+        store.close();
+        AtomicInteger runs = new AtomicInteger();
+
+        Outcome outcome = guard().run("pay-1", runs::incrementAndGet);
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
+        assertThat(outcome.reason()).contains("unavailable");
+        assertThat(runs).hasValue(0);
+    }
+
+    @Test
+    void storeUnavailable_withFailOpen_runsTheHandler_andWarnsEveryTime() {
+        store.close();
+        AtomicInteger runs = new AtomicInteger();
+        Guard g = guard(store)
+                .onStoreUnavailable(Guard.StoreFailurePolicy.FAIL_OPEN)
+                .build();
+
+        Outcome first = g.run("pay-1", runs::incrementAndGet);
+        Outcome second = g.run("pay-2", runs::incrementAndGet);
+
+        assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(first.reason()).contains("unguarded");
+        assertThat(second.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(runs).hasValue(2);
+        assertThat(warnings)
+                .extracting(IdempotencyListener.Warning::kind)
+                .containsExactly(
+                        IdempotencyListener.Warning.Kind.FAIL_OPEN, IdempotencyListener.Warning.Kind.FAIL_OPEN);
+    }
+
+    @Test
+    void failingListener_neverChangesTheOutcome() {
+        Guard g = Guard.builder(store)
+                .namespace("payments")
+                .watchdog(false)
+                .listener(new IdempotencyListener() {
+                    @Override
+                    public void onOutcome(String namespace, String keyLogId, Outcome outcome, Duration elapsed) {
+                        throw new IllegalStateException("metrics backend down");
+                    }
+                })
+                .build();
+
+        assertThat(g.run("pay-1", () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
+    }
+
+    @Test
+    void handlerOutlivingItsLease_whileAnotherTookOver_isReportedAsLeaseLost() {
+        Guard g = guard();
+        Guard other = guard();
+
+        Outcome outcome = g.run("pay-1", () -> {
+            clock.advance(LEASE.plusSeconds(1));
+            assertThat(other.run("pay-1", () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
+        });
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(outcome.reason()).contains("lease ended before completion");
+        assertThat(warnings)
+                .extracting(IdempotencyListener.Warning::kind)
+                .containsExactly(IdempotencyListener.Warning.Kind.LEASE_LOST);
+    }
+
+    @Test
+    void completionThatCannotBeRecorded_isStillProcessed_andWarned() {
+        Guard g = guard(new FailingCompletions(store)).build();
+
+        Outcome outcome = g.run("pay-1", () -> {});
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(outcome.reason()).contains("completion was not recorded");
+        assertThat(warnings)
+                .extracting(IdempotencyListener.Warning::kind)
+                .containsExactly(IdempotencyListener.Warning.Kind.COMPLETION_NOT_RECORDED);
+    }
+
+    @Test
+    void watchdog_extendsTheLease_whileALongHandlerRuns() throws Exception {
+        try (InMemoryStore realTime = InMemoryStore.create();
+                Guard g = Guard.builder(realTime)
+                        .namespace("payments")
+                        .lease(Duration.ofMillis(300))
+                        .build()) {
+            IdempotencyKey key = IdempotencyKey.of("payments", "pay-1");
+            CountDownLatch extended = new CountDownLatch(1);
+            CompletableFuture<Outcome> run = CompletableFuture.supplyAsync(() -> g.run("pay-1", () -> {
+                Instant firstDeadline = realTime.lookup(key).orElseThrow().expiresAt();
+                while (!realTime.lookup(key).orElseThrow().expiresAt().isAfter(firstDeadline.plusMillis(150))) {
+                    Thread.onSpinWait();
+                }
+                extended.countDown();
+            }));
+
+            assertThat(extended.await(10, TimeUnit.SECONDS)).isTrue();
+            assertThat(run.get(10, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+        }
+    }
+
+    @Test
+    void builder_withoutNamespace_saysHowToSetIt() {
+        assertThatThrownBy(() -> Guard.builder(store).build())
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining(".namespace(");
+    }
+
+    @Test
+    void builder_withRetentionShorterThanLease_isRefused() {
+        assertThatThrownBy(() -> Guard.builder(store)
+                        .namespace("p")
+                        .lease(Duration.ofMinutes(5))
+                        .retention(Duration.ofMinutes(1))
+                        .build())
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("retention");
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** A store whose completions fail as if the backend went away after the claim. */
+    private record FailingCompletions(IdempotencyStore delegate) implements IdempotencyStore {
+        @Override
+        public ClaimResult claim(ClaimRequest request) {
+            return delegate.claim(request);
+        }
+
+        @Override
+        public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
+            return delegate.claimAll(requests);
+        }
+
+        @Override
+        public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
+            throw new StoreUnavailableException(describe(), "connection reset", null);
+        }
+
+        @Override
+        public UpdateResult release(IdempotencyKey key, String owner) {
+            return delegate.release(key, owner);
+        }
+
+        @Override
+        public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
+            return delegate.extend(key, owner, lease);
+        }
+
+        @Override
+        public Optional<StoredRecord> lookup(IdempotencyKey key) {
+            return delegate.lookup(key);
+        }
+
+        @Override
+        public String describe() {
+            return "failing-completions";
+        }
+
+        @Override
+        public void close() {
+            delegate.close();
+        }
+    }
+}

@@ -1,0 +1,96 @@
+package dev.idem.testkit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class TcpProxyTest {
+    private ServerSocket echo;
+
+    @BeforeEach
+    void startEcho() throws IOException {
+        echo = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        Thread t = new Thread(() -> {
+            while (!echo.isClosed()) {
+                try {
+                    Socket s = echo.accept();
+                    Thread c = new Thread(() -> {
+                        try (s;
+                                InputStream in = s.getInputStream();
+                                OutputStream out = s.getOutputStream()) {
+                            in.transferTo(out);
+                        } catch (IOException ignored) {
+                            // client gone
+                        }
+                    });
+                    c.setDaemon(true);
+                    c.start();
+                } catch (IOException e) {
+                    return;
+                }
+            }
+        });
+        t.setDaemon(true);
+        t.start();
+    }
+
+    @AfterEach
+    void stopEcho() throws IOException {
+        echo.close();
+    }
+
+    private static int roundTrip(Socket s, int b) throws IOException {
+        s.getOutputStream().write(b);
+        s.getOutputStream().flush();
+        return s.getInputStream().read();
+    }
+
+    @Test
+    void healthyProxy_forwardsBothWays() throws IOException {
+        try (TcpProxy proxy = TcpProxy.start("127.0.0.1", echo.getLocalPort());
+                Socket s = new Socket("127.0.0.1", proxy.port())) {
+            s.setSoTimeout(5000);
+            assertThat(roundTrip(s, 7)).isEqualTo(7);
+        }
+    }
+
+    @Test
+    void blackholedConnection_losesAnswers_butNewConnectionsWork() throws IOException {
+        try (TcpProxy proxy = TcpProxy.start("127.0.0.1", echo.getLocalPort());
+                Socket old = new Socket("127.0.0.1", proxy.port())) {
+            old.setSoTimeout(300);
+            assertThat(roundTrip(old, 1)).isEqualTo(1);
+
+            proxy.blackholeExisting();
+
+            assertThatThrownBy(() -> roundTrip(old, 2)).isInstanceOf(SocketTimeoutException.class);
+            try (Socket fresh = new Socket("127.0.0.1", proxy.port())) {
+                fresh.setSoTimeout(5000);
+                assertThat(roundTrip(fresh, 3)).isEqualTo(3);
+            }
+        }
+    }
+
+    @Test
+    void droppedConnections_areClosed() throws IOException {
+        try (TcpProxy proxy = TcpProxy.start("127.0.0.1", echo.getLocalPort());
+                Socket s = new Socket("127.0.0.1", proxy.port())) {
+            s.setSoTimeout(5000);
+            assertThat(roundTrip(s, 1)).isEqualTo(1);
+
+            proxy.dropAllConnections();
+
+            assertThat(s.getInputStream().read()).isEqualTo(-1);
+        }
+    }
+}

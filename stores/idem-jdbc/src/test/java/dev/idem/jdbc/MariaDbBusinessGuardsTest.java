@@ -1,0 +1,10 @@
+package dev.idem.jdbc;
+
+import dev.idem.testkit.TestDatabase;
+
+class MariaDbBusinessGuardsTest extends BusinessGuardsContract {
+    @Override
+    TestDatabase openDatabase() {
+        return TestDatabase.mariadb("MariaDbBusinessGuardsTest");
+    }
+}

@@ -1,0 +1,40 @@
+package dev.idem.redis;
+
+import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanCursor;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+
+/** Test helper: deletes the keys a test left behind. */
+final class RedisKeys {
+    private RedisKeys() {}
+
+    static void delete(String url, String key) {
+        RedisClient client = RedisClient.create(url);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            c.sync().unlink(key);
+        } finally {
+            client.shutdown();
+        }
+    }
+
+    static void deleteAll(String url, String prefix) {
+        RedisClient client = RedisClient.create(url);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            RedisCommands<String, String> redis = c.sync();
+            ScanCursor cursor = ScanCursor.INITIAL;
+            do {
+                KeyScanCursor<String> page = redis.scan(
+                        cursor, ScanArgs.Builder.matches("{" + prefix + ":*").limit(1000));
+                if (!page.getKeys().isEmpty()) {
+                    redis.unlink(page.getKeys().toArray(String[]::new));
+                }
+                cursor = page;
+            } while (!cursor.isFinished());
+        } finally {
+            client.shutdown();
+        }
+    }
+}

@@ -1,0 +1,230 @@
+package dev.idem.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.ConfigurationException;
+import dev.idem.Guard;
+import dev.idem.IdempotencyKey;
+import dev.idem.Outcome;
+import dev.idem.StoreUnavailableException;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.StoredRecord;
+import dev.idem.testkit.MutableClock;
+import dev.idem.testkit.TcpProxy;
+import dev.idem.testkit.TestServers;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.cluster.SlotHash;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** What the contract does not cover: client timeouts, key layout, builder rules, ownership of the client. */
+class RedisStoreTest {
+    private static final String PREFIX = TestServers.uniquePrefix("RedisStoreTest");
+    private static final Duration LEASE = Duration.ofSeconds(30);
+
+    private static TestServers.Server server;
+    private final MutableClock clock = MutableClock.atNow();
+
+    @BeforeAll
+    static void findServer() {
+        server = TestServers.redis();
+    }
+
+    @AfterAll
+    static void deleteKeys() {
+        RedisKeys.deleteAll(server.url(), PREFIX);
+    }
+
+    private RedisStore store(Clock clock) {
+        return RedisStore.builder(server.url()).prefix(PREFIX).clock(clock).build();
+    }
+
+    private static ClaimRequest claimOf(IdempotencyKey key, String owner) {
+        return new ClaimRequest(key, owner, null, LEASE);
+    }
+
+    @Test
+    void claimTimingOut_afterReachingRedis_isClaimedAgain_bySameOwnersRetry() {
+        IdempotencyKey key = IdempotencyKey.of("timeouts", "pay-1");
+        try (TcpProxy proxy = TcpProxy.start(server.host(), server.port());
+                RedisStore viaProxy = RedisStore.builder("redis://127.0.0.1:" + proxy.port())
+                        .prefix(PREFIX)
+                        .clock(clock)
+                        .commandTimeout(Duration.ofMillis(300))
+                        .build();
+                RedisStore direct = store(clock)) {
+            assertThat(viaProxy.lookup(key)).isEmpty();
+            proxy.blackholeExisting();
+
+            assertThatThrownBy(() -> viaProxy.claim(claimOf(key, "owner-a")))
+                    .isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("RedisCommandTimeoutException");
+            StoredRecord reached = Awaitility.await("the timed-out claim reached Redis")
+                    .atMost(Duration.ofSeconds(5))
+                    .until(() -> direct.lookup(key), r -> r.isPresent())
+                    .orElseThrow();
+            assertThat(reached.owner()).isEqualTo("owner-a");
+            proxy.dropAllConnections();
+
+            ClaimResult retried = Awaitility.await("the store reconnects")
+                    .atMost(Duration.ofSeconds(10))
+                    .ignoreExceptionsInstanceOf(StoreUnavailableException.class)
+                    .until(() -> viaProxy.claim(claimOf(key, "owner-a")), r -> true);
+
+            assertThat(retried).isInstanceOfSatisfying(ClaimResult.Claimed.class, c -> {
+                assertThat(c.owner()).isEqualTo("owner-a");
+                assertThat(c.fencingToken()).isEqualTo(reached.fencingToken());
+            });
+            assertThat(direct.claim(claimOf(key, "owner-b"))).isInstanceOf(ClaimResult.InProgress.class);
+        }
+    }
+
+    @Test
+    void keysOfOneNamespace_shareOneClusterSlot_andOnlyRecordsExpire() {
+        try (RedisStore store = store(clock)) {
+            IdempotencyKey key = IdempotencyKey.of("layout", "order-7:PAY");
+            store.claim(claimOf(key, "owner-a"));
+            store.complete(key, "owner-a", null, Duration.ofHours(2));
+            String tag = "{" + PREFIX + ":layout}";
+
+            withRedis(redis -> {
+                List<String> keys = List.of(tag + ":r:order-7:PAY", tag + ":fence", tag + ":epoch");
+                assertThat(redis.exists(keys.toArray(String[]::new))).isEqualTo(3);
+                assertThat(keys).extracting(SlotHash::getSlot).containsOnly(SlotHash.getSlot(keys.get(0)));
+                assertThat(redis.pttl(keys.get(0)))
+                        .isPositive()
+                        .isLessThanOrEqualTo(Duration.ofHours(3).toMillis());
+                assertThat(redis.pttl(keys.get(1))).isEqualTo(-1);
+                assertThat(redis.pttl(keys.get(2))).isEqualTo(-1);
+                assertThat(redis.hget(keys.get(0), "s")).isEqualTo("D");
+            });
+        }
+    }
+
+    @Test
+    void claimAll_overTwoNamespaces_answersEachInRequestOrder() {
+        try (RedisStore store = store(clock)) {
+            IdempotencyKey a = IdempotencyKey.of("batch-a", "1");
+            IdempotencyKey b = IdempotencyKey.of("batch-b", "1");
+            store.claim(claimOf(b, "owner-x"));
+
+            List<ClaimResult> results = store.claimAll(List.of(
+                    claimOf(b, "owner-a"),
+                    claimOf(a, "owner-a"),
+                    claimOf(IdempotencyKey.of("batch-b", "2"), "owner-a")));
+
+            assertThat(results.get(0)).isInstanceOf(ClaimResult.InProgress.class);
+            assertThat(results.get(1)).isInstanceOf(ClaimResult.Claimed.class);
+            assertThat(results.get(2)).isInstanceOf(ClaimResult.Claimed.class);
+        }
+    }
+
+    @Test
+    @Timeout(30)
+    void slowHandler_withWatchdog_keepsItsClaimPastTheFirstLease() throws Exception {
+        Duration lease = Duration.ofMillis(600);
+        try (RedisStore store = store(Clock.systemUTC());
+                Guard guard =
+                        Guard.builder(store).namespace("watchdog").lease(lease).build()) {
+            IdempotencyKey key = IdempotencyKey.of("watchdog", "slow-1");
+            CountDownLatch running = new CountDownLatch(1);
+            CountDownLatch finish = new CountDownLatch(1);
+            AtomicInteger effects = new AtomicInteger();
+            CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> guard.run("slow-1", () -> {
+                running.countDown();
+                assertThat(finish.await(20, TimeUnit.SECONDS)).isTrue();
+                effects.incrementAndGet();
+            }));
+            assertThat(running.await(10, TimeUnit.SECONDS)).isTrue();
+            Instant firstDeadline = store.lookup(key).orElseThrow().expiresAt();
+
+            Awaitility.await("the watchdog extends the lease past its first deadline, and that deadline passes")
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> Instant.now().isAfter(firstDeadline.plusMillis(100))
+                            && store.lookup(key).orElseThrow().expiresAt().isAfter(Instant.now()));
+            Outcome duplicate = guard.run("slow-1", effects::incrementAndGet);
+            finish.countDown();
+
+            assertThat(duplicate.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
+            assertThat(first.get(10, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(guard.run("slow-1", effects::incrementAndGet).type()).isEqualTo(Outcome.Type.DUPLICATE);
+            assertThat(effects).hasValue(1);
+        }
+    }
+
+    @Test
+    void storeOnCallersClient_leavesTheClientOpen_onClose() {
+        RedisClient client = RedisClient.create(server.url());
+        try {
+            RedisStore store =
+                    RedisStore.builder(client).prefix(PREFIX).clock(clock).build();
+            assertThat(store.claim(claimOf(IdempotencyKey.of("owned", "k"), "owner-a")))
+                    .isInstanceOf(ClaimResult.Claimed.class);
+            store.close();
+
+            assertThatThrownBy(() -> store.lookup(IdempotencyKey.of("owned", "k")))
+                    .isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("closed");
+            try (StatefulRedisConnection<String, String> c = client.connect()) {
+                assertThat(c.sync().ping()).isEqualTo("PONG");
+            }
+        } finally {
+            client.shutdown();
+        }
+    }
+
+    @Test
+    void builder_refusesBadSettings_namingTheFix() {
+        assertThatThrownBy(() -> RedisStore.builder(server.url()).prefix("has{brace}"))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("prefix 'has{brace}' is not valid");
+        assertThatThrownBy(() -> RedisStore.builder(server.url()).prefix(""))
+                .isInstanceOf(ConfigurationException.class);
+        assertThatThrownBy(() -> RedisStore.builder("not a uri"))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("redis://127.0.0.1:6379");
+        assertThatThrownBy(() -> RedisStore.builder(server.url()).commandTimeout(Duration.ZERO))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("commandTimeout");
+        assertThatThrownBy(() -> RedisStore.builder(server.url()).expiryMargin(Duration.ofSeconds(-1)))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("expiryMargin");
+        assertThatThrownBy(() -> RedisStore.MarkLossPolicy.rearmAfter(Duration.ofSeconds(-1)))
+                .isInstanceOf(ConfigurationException.class);
+    }
+
+    @Test
+    void describe_namesServerAndPrefix_neverThePassword() {
+        try (RedisStore store = RedisStore.builder("redis://:s3cret@127.0.0.1:6390")
+                .prefix("orders")
+                .build()) {
+            assertThat(store.describe())
+                    .isEqualTo("redis 127.0.0.1:6390 prefix 'orders'")
+                    .doesNotContain("s3cret");
+        }
+    }
+
+    private static void withRedis(java.util.function.Consumer<RedisCommands<String, String>> action) {
+        RedisClient client = RedisClient.create(server.url());
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            action.accept(c.sync());
+        } finally {
+            client.shutdown();
+        }
+    }
+}

@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -85,9 +86,9 @@ public final class KafkaProducers {
     }
 
     /** The key stamped on {@code record}, or empty. */
-    public static java.util.Optional<String> key(ProducerRecord<?, ?> record) {
+    public static Optional<String> key(ProducerRecord<?, ?> record) {
         Header header = record.headers().lastHeader(KEY_HEADER);
-        return java.util.Optional.ofNullable(header).map(h -> new String(h.value(), StandardCharsets.UTF_8));
+        return Optional.ofNullable(header).map(h -> new String(h.value(), StandardCharsets.UTF_8));
     }
 
     /** Called before each resend. */

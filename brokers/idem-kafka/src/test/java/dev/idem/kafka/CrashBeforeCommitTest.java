@@ -54,7 +54,7 @@ class CrashBeforeCommitTest {
     void crashAfterDbCommit_beforeOffsetCommit_guardedRestartAnswersDuplicate(DebitGuard.Kind kind) throws Exception {
         try (DebitGuard guard = kind.open(bank, "crash-" + kind)) {
             Result result = run(guard, kind.name());
-            assertThat(result.ledgerRows).isEqualTo(1);
+            assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);
             assertThat(result.outcomes).containsExactly(Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE);
         }
     }

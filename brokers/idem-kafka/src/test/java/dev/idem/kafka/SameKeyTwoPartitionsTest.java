@@ -45,7 +45,7 @@ class SameKeyTwoPartitionsTest {
             throws Exception {
         try (DebitGuard guard = kind.open(bank, "twoparts-" + kind)) {
             Result result = run(guard, kind.name());
-            assertThat(result.ledgerRows).isEqualTo(1);
+            assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);
             assertThat(guard.contentions())
                     .as("one copy met the other while it held the key")
                     .isPositive();

@@ -60,7 +60,7 @@ class SlowConsumerDuplicateTest {
             throws Exception {
         try (DebitGuard guard = kind.open(bank, "slow-" + kind)) {
             Result result = run(guard, kind.name());
-            assertThat(result.ledgerRows).as("one debit").isEqualTo(1);
+            assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);
             assertThat(guard.contentions())
                     .as("the redelivery met the first handling while it held the key")
                     .isPositive();

@@ -3,27 +3,47 @@ package dev.idem.kafka;
 import static dev.idem.kafka.KafkaFixture.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.idem.Guard;
-import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
-import dev.idem.RetryPolicy;
+import dev.idem.StateMachine;
+import dev.idem.jdbc.SideEffect;
+import dev.idem.jdbc.StateMachineGuard;
+import dev.idem.jdbc.UniqueRowGuard;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
-import java.time.Duration;
+import java.sql.SQLException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Cause 5: "cancel" is published before "create" for the same order (here on another partition, as happens with two
- * producers or a keying change). The guarded cancel is a conditional update that answers {@code OUT_OF_ORDER} while
- * the order does not exist; the runner retries it until "create" has landed.
+ * Cause 5: an event overtakes the one it depends on, "cancel" before "create" and "ship" before "pay" of one order
+ * (here on another partition, as happens with two producers or a keying change). The orders table is the only guard:
+ * CREATE is an insert-once ({@link UniqueRowGuard}), every other event a conditional update ({@link
+ * StateMachineGuard}) that answers {@code OUT_OF_ORDER} until the order is in a state the event applies to; the
+ * runner retries it until the earlier event has landed.
  */
 class CancelBeforeCreateTest {
+    static final StateMachine LIFECYCLE = StateMachine.builder()
+            .states("PENDING", "PAID", "SHIPPED", "CANCELLED")
+            .initial("PENDING")
+            .transition("PAY", "PENDING", "PAID")
+            .transition("SHIP", "PAID", "SHIPPED")
+            .transition("CANCEL", "PENDING", "CANCELLED")
+            .build();
+    static final StateMachineGuard ORDERS =
+            StateMachineGuard.builder(LIFECYCLE).table("orders").build();
+    static final UniqueRowGuard NEW_ORDERS =
+            UniqueRowGuard.builder().table("orders").uniqueKey("id").build();
+
     static KafkaFixture.Bank bank;
 
     @BeforeAll
@@ -41,98 +61,103 @@ class CancelBeforeCreateTest {
 
     @Test
     void cancelBeforeCreate_unguardedCancelFindsNoOrder_andIsLost() throws Exception {
-        String order = run(false, "unguarded");
-        assertThat(status(order)).as("the cancel was acked without effect").isEqualTo("CREATED");
-        assertThat(events(order, "CANCEL")).isZero();
+        Run run = run(false, "cancelunguarded", List.of(), "CANCEL", List.of("CREATE"));
+        assertThat(status(run.order)).as("the cancel was acked without effect").isEqualTo("PENDING");
+        assertThat(events(run.order)).containsExactly("CREATE");
     }
 
     @Test
-    void cancelBeforeCreate_guardedCancelIsOutOfOrderUntilCreate_endsCancelled_oneEffectEach() throws Exception {
-        String order = run(true, "guarded");
-        assertThat(status(order)).isEqualTo("CANCELLED");
-        assertThat(events(order, "CREATE")).isEqualTo(1);
-        assertThat(events(order, "CANCEL")).isEqualTo(1);
+    void cancelBeforeCreate_cancelIsOutOfOrderUntilCreate_endsCancelled_oneEffectEach() throws Exception {
+        Run run = run(true, "cancelguarded", List.of(), "CANCEL", List.of("CREATE"));
+        assertThat(status(run.order)).isEqualTo("CANCELLED");
+        assertThat(events(run.order)).containsExactly("CREATE", "CANCEL");
+        assertThat(run.earlyOutcomes).startsWith(Outcome.Type.OUT_OF_ORDER).endsWith(Outcome.Type.PROCESSED);
     }
 
-    private static String run(boolean guarded, String mode) throws Exception {
-        String topic = KafkaFixture.topic("cancelfirst" + mode, 2);
+    @Test
+    void shipBeforePay_unguardedShipsTheUnpaidOrder_andPayMovesItBack() throws Exception {
+        Run run = run(false, "shipunguarded", List.of("CREATE"), "SHIP", List.of("PAY"));
+        assertThat(status(run.order)).as("the shipment was overwritten").isEqualTo("PAID");
+        assertThat(events(run.order)).containsExactly("CREATE", "SHIP", "PAY");
+    }
+
+    @Test
+    void shipBeforePay_shipIsOutOfOrderUntilPaid_endsShipped_oneEffectEach() throws Exception {
+        Run run = run(true, "shipguarded", List.of("CREATE"), "SHIP", List.of("PAY"));
+        assertThat(status(run.order)).isEqualTo("SHIPPED");
+        assertThat(events(run.order)).containsExactly("CREATE", "PAY", "SHIP");
+        assertThat(run.earlyOutcomes).startsWith(Outcome.Type.OUT_OF_ORDER).endsWith(Outcome.Type.PROCESSED);
+    }
+
+    private record Run(String order, List<Outcome.Type> earlyOutcomes) {}
+
+    /**
+     * Sends {@code setup} (partition 1) and waits until it is handled, then {@code early} (partition 0) and waits
+     * until it was tried once, then {@code late} (partition 1); returns when every record is committed.
+     */
+    private static Run run(boolean guarded, String mode, List<String> setup, String early, List<String> late)
+            throws Exception {
+        String topic = KafkaFixture.topic(mode, 2);
         String group = topic + "-group";
         String order = topic + "-order";
-        CountDownLatch cancelTried = new CountDownLatch(1);
-        try (Guard guard = Guard.of(InMemoryStore.create(), group);
-                var consumer = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(group))
-                        .topics(topic)
+        List<Outcome.Type> earlyOutcomes = new CopyOnWriteArrayList<>();
+        CountDownLatch earlyTried = new CountDownLatch(1);
+        try (var consumer = KafkaFixture.consumer(group, topic)
                         .workers(2)
-                        .retryPolicy(new RetryPolicy(Duration.ofMillis(100), 1.0, Duration.ofMillis(100), 300, 0.0))
-                        .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
                         .handler((key, record) -> {
-                            Outcome outcome = guard.handle(key, null, ctx -> switch (record.value()) {
-                                case "create" -> create(order);
-                                case "cancel" -> guarded ? cancel(order) : cancelUnchecked(order);
-                                default -> Outcome.rejected("unknown action " + record.value());
-                            });
-                            if (record.value().equals("cancel")) {
-                                cancelTried.countDown();
+                            String event = record.value();
+                            Outcome outcome = guarded ? guarded(order, event) : unguarded(order, event);
+                            if (event.equals(early)) {
+                                earlyOutcomes.add(outcome.type());
+                                earlyTried.countDown();
                             }
                             return outcome;
                         })
                         .build()
                         .start();
                 KafkaProducer<String, String> producer = KafkaFixture.producer()) {
-            KafkaFixture.send(producer, topic, 0, order + ":CANCEL", "cancel");
-            assertThat(cancelTried.await(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
-            KafkaFixture.send(producer, topic, 1, order + ":CREATE", "create");
+            for (String event : setup) {
+                KafkaFixture.send(producer, topic, 1, order + ":" + event, event);
+            }
+            KafkaFixture.awaitAllCommitted(group, topic);
+            KafkaFixture.send(producer, topic, 0, order + ":" + early, early);
+            assertThat(earlyTried.await(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+            for (String event : late) {
+                KafkaFixture.send(producer, topic, 1, order + ":" + event, event);
+            }
             KafkaFixture.awaitAllCommitted(group, topic);
         }
-        return order;
+        return new Run(order, earlyOutcomes);
     }
 
-    private static Outcome create(String order) throws Exception {
-        try (Connection c = bank.database().connection()) {
-            c.setAutoCommit(false);
-            try (PreparedStatement insert =
-                    c.prepareStatement("INSERT INTO orders (id, status) VALUES (?, 'CREATED')")) {
-                insert.setString(1, order);
-                insert.executeUpdate();
-            }
-            event(c, order, "CREATE");
-            c.commit();
-            return Outcome.processed();
-        }
+    /** The order row guards itself; the event row is written in the same transaction, only if the event applied. */
+    private static Outcome guarded(String order, String event) {
+        DataSource dataSource = bank.database().dataSource();
+        SideEffect logEvent = c -> event(c, order, event);
+        return event.equals("CREATE")
+                ? NEW_ORDERS.insertOnce(dataSource, Map.of("id", order, "status", LIFECYCLE.initial()), logEvent)
+                : ORDERS.apply(dataSource, order, event, logEvent);
     }
 
-    /** The state-machine guard: CREATED → CANCELLED, or tell why not. */
-    private static Outcome cancel(String order) throws Exception {
+    /** Without a guard: insert the order, or set the event's target state whatever the current one is. */
+    private static Outcome unguarded(String order, String event) throws SQLException {
         try (Connection c = bank.database().connection()) {
-            c.setAutoCommit(false);
-            try (PreparedStatement update =
-                    c.prepareStatement("UPDATE orders SET status = 'CANCELLED' WHERE id = ? AND status = 'CREATED'")) {
-                update.setString(1, order);
-                if (update.executeUpdate() == 1) {
-                    event(c, order, "CANCEL");
-                    c.commit();
-                    return Outcome.processed();
+            boolean create = event.equals("CREATE");
+            try (PreparedStatement write = c.prepareStatement(
+                    create
+                            ? "INSERT INTO orders (status, id) VALUES (?, ?)"
+                            : "UPDATE orders SET status = ? WHERE id = ?")) {
+                write.setString(1, create ? LIFECYCLE.initial() : LIFECYCLE.targetOf(event));
+                write.setString(2, order);
+                if (write.executeUpdate() == 1) {
+                    event(c, order, event);
                 }
             }
-            c.rollback();
-            String status = statusOf(c, order);
-            if (status == null) {
-                return Outcome.outOfOrder("order not created yet");
-            }
-            return Outcome.duplicate("order already " + status);
-        }
-    }
-
-    private static Outcome cancelUnchecked(String order) throws Exception {
-        try (Connection c = bank.database().connection();
-                PreparedStatement update = c.prepareStatement("UPDATE orders SET status = 'CANCELLED' WHERE id = ?")) {
-            update.setString(1, order);
-            update.executeUpdate();
             return Outcome.processed();
         }
     }
 
-    private static void event(Connection c, String order, String action) throws Exception {
+    private static void event(Connection c, String order, String action) throws SQLException {
         try (PreparedStatement insert =
                 c.prepareStatement("INSERT INTO order_event (order_id, action) VALUES (?, ?)")) {
             insert.setString(1, order);
@@ -141,30 +166,25 @@ class CancelBeforeCreateTest {
         }
     }
 
-    private static String statusOf(Connection c, String order) throws Exception {
-        try (PreparedStatement s = c.prepareStatement("SELECT status FROM orders WHERE id = ?")) {
-            s.setString(1, order);
-            try (ResultSet rs = s.executeQuery()) {
-                return rs.next() ? rs.getString(1) : null;
-            }
-        }
+    private static String status(String order) throws SQLException {
+        return strings("SELECT status FROM orders WHERE id = ?", order).get(0);
     }
 
-    private static String status(String order) throws Exception {
-        try (Connection c = bank.database().connection()) {
-            return statusOf(c, order);
-        }
+    /** The events applied to {@code order}, in the order they were applied. */
+    private static List<String> events(String order) throws SQLException {
+        return strings("SELECT action FROM order_event WHERE order_id = ? ORDER BY id", order);
     }
 
-    private static long events(String order, String action) throws Exception {
+    private static List<String> strings(String sql, String arg) throws SQLException {
         try (Connection c = bank.database().connection();
-                PreparedStatement s =
-                        c.prepareStatement("SELECT COUNT(*) FROM order_event WHERE order_id = ? AND action = ?")) {
-            s.setString(1, order);
-            s.setString(2, action);
+                PreparedStatement s = c.prepareStatement(sql)) {
+            s.setString(1, arg);
             try (ResultSet rs = s.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
+                List<String> values = new ArrayList<>();
+                while (rs.next()) {
+                    values.add(rs.getString(1));
+                }
+                return values;
             }
         }
     }

@@ -4,8 +4,6 @@ import static dev.idem.kafka.KafkaFixture.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.idem.Guard;
-import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -14,6 +12,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Cause 3: the consumer dies after the database commit and before the offset commit; on restart the record is
@@ -44,21 +44,24 @@ class CrashBeforeCommitTest {
 
     @Test
     void crashAfterDbCommit_beforeOffsetCommit_unguardedRestartDebitsAgain() throws Exception {
-        assertThat(run(null, "unguarded").ledgerRows).isEqualTo(2);
+        try (DebitGuard unguarded = DebitGuard.unguarded(bank)) {
+            assertThat(run(unguarded, "unguarded").ledgerRows).isEqualTo(2);
+        }
     }
 
-    @Test
-    void crashAfterDbCommit_beforeOffsetCommit_guardedRestartAnswersDuplicate() throws Exception {
-        try (Guard guard = Guard.of(InMemoryStore.create(), "crash-guarded")) {
-            Result result = run(guard, "guarded");
-            assertThat(result.ledgerRows).isEqualTo(1);
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(DebitGuard.Kind.class)
+    void crashAfterDbCommit_beforeOffsetCommit_guardedRestartAnswersDuplicate(DebitGuard.Kind kind) throws Exception {
+        try (DebitGuard guard = kind.open(bank, "crash-" + kind)) {
+            Result result = run(guard, kind.name());
+            assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);
             assertThat(result.outcomes).containsExactly(Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE);
         }
     }
 
     private record Result(long ledgerRows, List<Outcome.Type> outcomes) {}
 
-    private static Result run(Guard guard, String mode) throws Exception {
+    private static Result run(DebitGuard guard, String mode) throws Exception {
         String topic = KafkaFixture.topic("crash" + mode, 1);
         String group = topic + "-group";
         String account = topic + "-acc";
@@ -69,7 +72,7 @@ class CrashBeforeCommitTest {
         List<Outcome.Type> outcomes = new CopyOnWriteArrayList<>();
         AtomicBoolean crashNext = new AtomicBoolean(true);
         RecordHandler<String, String> handler = (key, record) -> {
-            Outcome outcome = guard == null ? debit(account, key) : guard.run(key, () -> bank.debit(account, 100, key));
+            Outcome outcome = guard.debit(key, account, 100);
             outcomes.add(outcome.type());
             if (crashNext.getAndSet(false)) {
                 throw new SimulatedCrash();
@@ -77,12 +80,7 @@ class CrashBeforeCommitTest {
             return outcome;
         };
 
-        var first = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(group))
-                .topics(topic)
-                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
-                .handler(handler)
-                .build()
-                .start();
+        var first = KafkaFixture.consumer(group, topic).handler(handler).build().start();
         await().atMost(WAIT).until(() -> !first.isRunning());
         assertThat(first.failure()).containsInstanceOf(SimulatedCrash.class);
         assertThat(KafkaFixture.committed(group))
@@ -90,19 +88,10 @@ class CrashBeforeCommitTest {
                 .isEmpty();
         assertThat(bank.ledgerRows(account)).isEqualTo(1);
 
-        try (var restarted = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(group))
-                .topics(topic)
-                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
-                .handler(handler)
-                .build()
-                .start()) {
+        try (var restarted =
+                KafkaFixture.consumer(group, topic).handler(handler).build().start()) {
             KafkaFixture.awaitAllCommitted(group, topic);
         }
         return new Result(bank.ledgerRows(account), outcomes);
-    }
-
-    private static Outcome debit(String account, String key) throws Exception {
-        bank.debit(account, 100, key);
-        return Outcome.processed();
     }
 }

@@ -2,6 +2,7 @@ package dev.idem.kafka;
 
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.RetryPolicy;
 import dev.idem.testkit.TestDatabase;
 import dev.idem.testkit.TestServers;
 import dev.idem.testkit.kafka.EmbeddedKafka;
@@ -38,6 +39,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  */
 final class KafkaFixture {
     static final Duration WAIT = Duration.ofSeconds(60);
+    /** Retry a record every 100 ms, for up to 30 s. */
+    static final RetryPolicy FAST_RETRY =
+            new RetryPolicy(Duration.ofMillis(100), 1.0, Duration.ofMillis(100), 300, 0.0);
 
     private KafkaFixture() {}
 
@@ -65,6 +69,14 @@ final class KafkaFixture {
         props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, group + "-" + Long.toString(System.nanoTime(), 36));
         return props;
+    }
+
+    /** A runner for {@code group} on {@code topic}: the key from the {@code idem-key} header, {@link #FAST_RETRY}. */
+    static IdempotentKafkaConsumer.Builder<String, String> consumer(String group, String topic) {
+        return IdempotentKafkaConsumer.builder(consumerProps(group))
+                .topics(topic)
+                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
+                .retryPolicy(FAST_RETRY);
     }
 
     static KafkaProducer<String, String> producer() {
@@ -177,23 +189,12 @@ final class KafkaFixture {
             db.execute("INSERT INTO account (id, balance) VALUES ('" + account + "', " + balance + ")");
         }
 
-        /** {@code UPDATE account SET balance = balance - ?} and a ledger row, in one transaction. */
+        /** {@code UPDATE account SET balance = balance - ?} and a ledger row, in a transaction of its own. */
         void debit(String account, long amount, String messageKey) throws SQLException {
             try (Connection c = db.connection()) {
                 c.setAutoCommit(false);
-                try (PreparedStatement update =
-                                c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?");
-                        PreparedStatement insert = c.prepareStatement(
-                                "INSERT INTO ledger (account_id, message_key, amount) VALUES (?, ?, ?)")) {
-                    update.setLong(1, amount);
-                    update.setString(2, account);
-                    if (update.executeUpdate() != 1) {
-                        throw new SQLException("no account " + account);
-                    }
-                    insert.setString(1, account);
-                    insert.setString(2, messageKey);
-                    insert.setLong(3, amount);
-                    insert.executeUpdate();
+                try {
+                    debit(c, account, amount, messageKey);
                     c.commit();
                 } catch (SQLException e) {
                     c.rollback();
@@ -202,10 +203,22 @@ final class KafkaFixture {
             }
         }
 
-        /** Debits from a record value {@code account:amount}, on {@code prefix + account}. */
-        void debit(String prefix, String value, String messageKey) throws SQLException {
-            String[] parts = value.split(":");
-            debit(prefix + parts[0], Long.parseLong(parts[1]), messageKey);
+        /** The same debit on {@code c}, in the caller's transaction. */
+        void debit(Connection c, String account, long amount, String messageKey) throws SQLException {
+            try (PreparedStatement update =
+                            c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?");
+                    PreparedStatement insert = c.prepareStatement(
+                            "INSERT INTO ledger (account_id, message_key, amount) VALUES (?, ?, ?)")) {
+                update.setLong(1, amount);
+                update.setString(2, account);
+                if (update.executeUpdate() != 1) {
+                    throw new SQLException("no account " + account);
+                }
+                insert.setString(1, account);
+                insert.setString(2, messageKey);
+                insert.setLong(3, amount);
+                insert.executeUpdate();
+            }
         }
 
         long ledgerRows(String account) {
@@ -216,14 +229,19 @@ final class KafkaFixture {
             return queryLong("SELECT balance FROM account WHERE id = ?", account);
         }
 
+        /** How many database sessions wait on a lock that the session {@code pid} holds. */
+        long sessionsBlockedBy(long pid) {
+            return queryLong("SELECT COUNT(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))", pid);
+        }
+
         TestDatabase database() {
             return db;
         }
 
-        private long queryLong(String sql, String arg) {
+        private long queryLong(String sql, Object arg) {
             try (Connection c = db.connection();
                     PreparedStatement s = c.prepareStatement(sql)) {
-                s.setString(1, arg);
+                s.setObject(1, arg);
                 try (ResultSet rs = s.executeQuery()) {
                     rs.next();
                     return rs.getLong(1);

@@ -2,13 +2,11 @@ package dev.idem.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.idem.Guard;
-import dev.idem.InMemoryStore;
-import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
 import java.time.Duration;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -45,7 +43,7 @@ class ProducerRetryDuplicateTest {
     }
 
     @Test
-    void lostAck_withIdempotenceOff_producerRetryLeavesTwoCopies_guardedConsumerDebitsOnce() throws Exception {
+    void lostAck_withIdempotenceOff_producerRetryLeavesTwoCopies_everyGuardDebitsOnce() throws Exception {
         String topic = KafkaFixture.topic("lostack", 1);
         TcpProxy proxy = KafkaFixture.kafka().proxy();
         try (KafkaProducer<String, String> producer = KafkaFixture.producer(
@@ -69,7 +67,7 @@ class ProducerRetryDuplicateTest {
     }
 
     @Test
-    void appResendAfterTimeout_withIdempotenceOn_leavesTwoCopies_guardedConsumerDebitsOnce() throws Exception {
+    void appResendAfterTimeout_withIdempotenceOn_leavesTwoCopies_everyGuardDebitsOnce() throws Exception {
         String topic = KafkaFixture.topic("resend", 1);
         TcpProxy proxy = KafkaFixture.kafka().proxy();
         AtomicInteger resends = new AtomicInteger();
@@ -101,42 +99,40 @@ class ProducerRetryDuplicateTest {
         assertEffects(topic, "acc", 70);
     }
 
-    /** An unguarded consumer debits every copy; the guarded one debits once and commits every copy. */
+    /** An unguarded consumer debits every copy; a consumer with either guard debits once and commits every copy. */
     private static void assertEffects(String topic, String account, long amount) throws Exception {
-        for (String prefix : List.of("u-", "g-")) {
-            bank.open(prefix + topic + account, 1000);
-            bank.open(prefix + topic + "warmup", 0);
+        try (DebitGuard unguarded = DebitGuard.unguarded(bank)) {
+            assertThat(consume(topic, "unguarded", unguarded, account))
+                    .as("unguarded effects")
+                    .isEqualTo(2);
         }
-        String unguardedGroup = topic + "-unguarded";
-        try (var unguarded = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(unguardedGroup))
-                .topics(topic)
-                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
+        for (DebitGuard.Kind kind : DebitGuard.Kind.values()) {
+            String mode = kind.name().toLowerCase(Locale.ROOT);
+            try (DebitGuard guard = kind.open(bank, topic + "-" + mode)) {
+                assertThat(consume(topic, mode, guard, account))
+                        .as(kind + " effects")
+                        .isEqualTo(1);
+            }
+            assertThat(bank.balance(mode + topic + account)).isEqualTo(1000 - amount);
+        }
+    }
+
+    /** Consumes every copy in {@code topic} with a group of its own; returns the ledger rows of {@code account}. */
+    private static long consume(String topic, String mode, DebitGuard guard, String account) {
+        String prefix = mode + topic;
+        bank.open(prefix + account, 1000);
+        bank.open(prefix + "warmup", 0);
+        String group = topic + "-" + mode;
+        try (var consumer = KafkaFixture.consumer(group, topic)
                 .handler((key, record) -> {
-                    bank.debit("u-" + topic, record.value(), key);
-                    return Outcome.processed();
+                    String[] debit = record.value().split(":");
+                    return guard.debit(key, prefix + debit[0], Long.parseLong(debit[1]));
                 })
                 .build()
                 .start()) {
-            KafkaFixture.awaitAllCommitted(unguardedGroup, topic);
+            KafkaFixture.awaitAllCommitted(group, topic);
         }
-        assertThat(bank.ledgerRows("u-" + topic + account))
-                .as("unguarded effects")
-                .isEqualTo(2);
-
-        String guardedGroup = topic + "-guarded";
-        try (Guard guard = Guard.of(InMemoryStore.create(), guardedGroup);
-                var guarded = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(guardedGroup))
-                        .topics(topic)
-                        .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
-                        .handler((key, record) -> guard.run(key, () -> bank.debit("g-" + topic, record.value(), key)))
-                        .build()
-                        .start()) {
-            KafkaFixture.awaitAllCommitted(guardedGroup, topic);
-        }
-        assertThat(bank.ledgerRows("g-" + topic + account))
-                .as("guarded effects")
-                .isEqualTo(1);
-        assertThat(bank.balance("g-" + topic + account)).isEqualTo(1000 - amount);
+        return bank.ledgerRows(prefix + account);
     }
 
     private static long copiesOf(String topic, String key) {

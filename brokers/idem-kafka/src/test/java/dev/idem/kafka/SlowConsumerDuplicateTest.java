@@ -5,10 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import dev.idem.Guard;
-import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
-import dev.idem.Task;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -16,8 +13,6 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -29,10 +24,13 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * Cause 2: a consumer works longer than {@code max.poll.interval.ms}, the group gives its partition to another
- * consumer, and the record is handled a second time while the first handling still runs.
+ * consumer, and the record is handled a second time while the first handling still runs. The first handling holds the
+ * key until the redelivery has met it (lease: found it IN_PROGRESS; inbox: waits on the uncommitted mark).
  */
 class SlowConsumerDuplicateTest {
     static KafkaFixture.Bank bank;
@@ -49,18 +47,25 @@ class SlowConsumerDuplicateTest {
 
     @Test
     void slowConsumer_exceedsMaxPollInterval_unguardedSecondConsumerDebitsAgain() throws Exception {
-        Result result = run(null, "unguarded");
-        assertThat(result.ledgerRows).as("both consumers applied the debit").isEqualTo(2);
+        try (DebitGuard unguarded = DebitGuard.unguarded(bank)) {
+            assertThat(run(unguarded, "unguarded").ledgerRows)
+                    .as("both consumers applied the debit")
+                    .isEqualTo(2);
+        }
     }
 
-    @Test
-    void slowConsumer_exceedsMaxPollInterval_redeliveryWhileFirstInProgress_isRetriedThenDuplicate() throws Exception {
-        try (Guard guard = Guard.of(InMemoryStore.create(), "slow-guarded")) {
-            Result result = run(guard, "guarded");
-            assertThat(result.ledgerRows).as("one debit").isEqualTo(1);
+    @ParameterizedTest(name = "{0}")
+    @EnumSource(DebitGuard.Kind.class)
+    void slowConsumer_exceedsMaxPollInterval_redeliveryMeetsFirstHoldingTheKey_isDuplicate(DebitGuard.Kind kind)
+            throws Exception {
+        try (DebitGuard guard = kind.open(bank, "slow-" + kind)) {
+            Result result = run(guard, kind.name());
+            assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);
+            assertThat(guard.contentions())
+                    .as("the redelivery met the first handling while it held the key")
+                    .isPositive();
             assertThat(result.secondConsumerOutcomes)
-                    .as("the redelivery met the first handling in progress, then found it done")
-                    .startsWith(Outcome.Type.IN_PROGRESS)
+                    .as("the redelivery was retried until the first handling committed, then found it done")
                     .endsWith(Outcome.Type.DUPLICATE)
                     .doesNotContain(Outcome.Type.PROCESSED);
         }
@@ -68,7 +73,7 @@ class SlowConsumerDuplicateTest {
 
     private record Result(long ledgerRows, List<Outcome.Type> secondConsumerOutcomes) {}
 
-    private static Result run(Guard guard, String mode) throws Exception {
+    private static Result run(DebitGuard guard, String mode) throws Exception {
         String topic = KafkaFixture.topic("slow" + mode, 1);
         String group = topic + "-group";
         String account = topic + "-acc";
@@ -77,10 +82,9 @@ class SlowConsumerDuplicateTest {
             KafkaFixture.send(producer, topic, 0, "pay-1", account + ":100");
         }
         CountDownLatch firstInEffect = new CountDownLatch(1);
-        CountDownLatch redelivered = new CountDownLatch(1);
         List<Outcome.Type> outcomes = new CopyOnWriteArrayList<>();
 
-        // The first consumer: a plain poll loop that works (without polling) until the redelivery happened.
+        // The first consumer: a plain poll loop that works (without polling) until the redelivery has met it.
         Map<String, Object> slowProps = new HashMap<>(KafkaFixture.consumerProps(group));
         slowProps.put(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG, 2000);
         slowProps.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
@@ -95,18 +99,11 @@ class SlowConsumerDuplicateTest {
                 }
                 ConsumerRecord<String, String> record = got.get(0);
                 String key = KafkaFixture.header(record, KafkaProducers.KEY_HEADER);
-                Task effect = () -> {
+                Outcome outcome = guard.debit(key, account, 100, claim -> {
                     firstInEffect.countDown();
-                    if (!redelivered.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
-                        throw new AssertionError("the record was never redelivered to the second consumer");
-                    }
-                    bank.debit(account, 100, key);
-                };
-                if (guard == null) {
-                    effect.run();
-                } else {
-                    assertThat(guard.run(key, effect).type()).isEqualTo(Outcome.Type.PROCESSED);
-                }
+                    claim.awaitContender();
+                });
+                assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
                 TopicPartition tp = new TopicPartition(topic, 0);
                 assertThatThrownBy(() -> consumer.commitSync(Map.of(tp, new OffsetAndMetadata(record.offset() + 1))))
                         .as("the slow consumer was removed from the group")
@@ -117,21 +114,9 @@ class SlowConsumerDuplicateTest {
         });
         await().atMost(WAIT).until(() -> firstInEffect.getCount() == 0 || slow.isDone());
 
-        AtomicInteger deliveries = new AtomicInteger();
-        try (var second = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(group))
-                .topics(topic)
-                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
-                .retryPolicy(new dev.idem.RetryPolicy(Duration.ofMillis(100), 1.0, Duration.ofMillis(100), 200, 0.0))
+        try (var second = KafkaFixture.consumer(group, topic)
                 .handler((key, record) -> {
-                    deliveries.incrementAndGet();
-                    redelivered.countDown();
-                    Outcome outcome;
-                    if (guard == null) {
-                        bank.debit(account, 100, key);
-                        outcome = Outcome.processed();
-                    } else {
-                        outcome = guard.run(key, () -> bank.debit(account, 100, key));
-                    }
+                    Outcome outcome = guard.debit(key, account, 100);
                     outcomes.add(outcome.type());
                     return outcome;
                 })

@@ -329,54 +329,15 @@ public final class JdbcNodeIdLeaseStore implements NodeIdLeaseStore {
      * Builds a {@link JdbcNodeIdLeaseStore}. Each setter checks its value at once; {@link #build()} detects the
      * dialect (one connection) unless it was set, and creates the table if asked to.
      */
-    public static final class Builder {
-        private final DataSource dataSource;
-        private String table = Schema.DEFAULT_NODE_ID_TABLE;
-        private @Nullable Dialect dialect;
-        private Clock clock = Clock.systemUTC();
-        private boolean databaseClock;
-        private boolean createTableIfMissing;
+    public static final class Builder extends JdbcBuilder<Builder> {
 
         private Builder(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-        }
-
-        /** The table. Default {@code idem_node_ids}. A plain identifier (1 to 48 of {@code [A-Za-z0-9_]}). */
-        public Builder table(String table) {
-            this.table = Schema.validateTable(table);
-            return this;
-        }
-
-        /** The SQL dialect. Default: detected from {@code DatabaseMetaData.getDatabaseProductName()}. */
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        /** The clock that decides when a lease ends. Default: system UTC. Ignored with the database clock. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        /**
-         * Take "now" from the database (one extra query per call) instead of this JVM, so that generators on
-         * machines with skewed clocks agree on when a lease ends. Default false.
-         */
-        public Builder useDatabaseClock(boolean on) {
-            this.databaseClock = on;
-            return this;
-        }
-
-        /** Create the table at {@link #build()} if it is missing. Default false. */
-        public Builder createTableIfMissing(boolean on) {
-            this.createTableIfMissing = on;
-            return this;
+            super(dataSource, Schema.DEFAULT_NODE_ID_TABLE);
         }
 
         public JdbcNodeIdLeaseStore build() {
             String store = "jdbc " + table;
-            Dialect d = dialect != null ? dialect : Schema.detect(dataSource, store);
+            Dialect d = resolveDialect(store);
             if (createTableIfMissing) {
                 Schema.create(dataSource, d, Schema.DEFAULT_NODE_ID_TABLE, table, store);
             }

@@ -1,8 +1,6 @@
 package dev.idem.redis;
 
-import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyKey;
-import dev.idem.StoreUnavailableException;
 import dev.idem.spi.NodeIdGrant;
 import dev.idem.spi.NodeIdLeaseStore;
 import dev.idem.spi.UpdateResult;
@@ -16,7 +14,6 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -44,7 +41,6 @@ import org.jspecify.annotations.Nullable;
  * the client only when the store created it.
  */
 public final class RedisNodeIdLeaseStore implements NodeIdLeaseStore {
-    private static final Pattern PREFIX = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
 
     private final String prefix;
     private final Clock clock;
@@ -166,57 +162,14 @@ public final class RedisNodeIdLeaseStore implements NodeIdLeaseStore {
     }
 
     /** Builds a {@link RedisNodeIdLeaseStore}. Each setter validates its value at once. */
-    public static final class Builder {
-        private final @Nullable RedisURI uri;
-        private final @Nullable RedisClient client;
-        private String prefix = "idem";
-        private Clock clock = Clock.systemUTC();
-        private Duration commandTimeout = Duration.ofSeconds(2);
+    public static final class Builder extends RedisBuilder<Builder> {
 
         private Builder(@Nullable RedisURI uri, @Nullable RedisClient client) {
-            this.uri = uri;
-            this.client = client;
-        }
-
-        /**
-         * The first part of every key's hash tag: 1 to 64 characters of {@code [A-Za-z0-9._-]} starting with a letter
-         * or digit. Stores of one prefix share leases. Default {@code idem}.
-         */
-        public Builder prefix(String prefix) {
-            if (prefix == null || !PREFIX.matcher(prefix).matches()) {
-                throw new ConfigurationException("prefix '" + prefix
-                        + "' is not valid: use 1 to 64 characters of [A-Za-z0-9._-] starting with a letter or digit,"
-                        + " e.g. 'idem' or 'orders-idem'");
-            }
-            this.prefix = prefix;
-            return this;
-        }
-
-        /** The clock that decides when a lease ends. Default: the system UTC clock. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        /**
-         * How long one call waits for Redis (and, for a client the store creates, for a connection) before it throws
-         * {@link StoreUnavailableException}. Default 2 s.
-         */
-        public Builder commandTimeout(Duration commandTimeout) {
-            if (commandTimeout == null || commandTimeout.isNegative() || commandTimeout.isZero()) {
-                throw new ConfigurationException("commandTimeout must be a positive duration, got " + commandTimeout);
-            }
-            this.commandTimeout = commandTimeout;
-            return this;
+            super(uri, client);
         }
 
         public RedisNodeIdLeaseStore build() {
-            if (client != null) {
-                return new RedisNodeIdLeaseStore(this, client, false, "redis (caller's client)");
-            }
-            RedisURI u = Objects.requireNonNull(uri);
-            return new RedisNodeIdLeaseStore(
-                    this, RedisLink.createClient(u, commandTimeout), true, "redis " + RedisLink.where(u));
+            return buildWith((client, owns, description) -> new RedisNodeIdLeaseStore(this, client, owns, description));
         }
     }
 }

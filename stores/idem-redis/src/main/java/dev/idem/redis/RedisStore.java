@@ -73,7 +73,6 @@ import org.jspecify.annotations.Nullable;
  */
 public final class RedisStore implements IdempotencyStore {
     private static final System.Logger LOG = System.getLogger(RedisStore.class.getName());
-    private static final Pattern PREFIX = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
     private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
     private static final int BATCH_CHUNK = 256;
     private static final byte[] NONE = {'-'};
@@ -524,48 +523,13 @@ public final class RedisStore implements IdempotencyStore {
      * Builds a {@link RedisStore}. Each setter validates its value at once. The store is immutable once built, and
      * thread-safe.
      */
-    public static final class Builder {
-        private final @Nullable RedisURI uri;
-        private final @Nullable RedisClient client;
-        private String prefix = "idem";
-        private Clock clock = Clock.systemUTC();
-        private Duration commandTimeout = Duration.ofSeconds(2);
+    public static final class Builder extends RedisBuilder<Builder> {
         private Duration expiryMargin = Duration.ofHours(1);
         private MarkLossPolicy markLossPolicy = MarkLossPolicy.untilRearmed();
         private IdempotencyListener listener = IdempotencyListener.NONE;
 
         private Builder(@Nullable RedisURI uri, @Nullable RedisClient client) {
-            this.uri = uri;
-            this.client = client;
-        }
-
-        /**
-         * The first part of every key's hash tag: 1 to 64 characters of {@code [A-Za-z0-9._-]} starting with a letter
-         * or digit. Stores of one prefix share marks. Default {@code idem}.
-         */
-        public Builder prefix(String prefix) {
-            if (prefix == null || !PREFIX.matcher(prefix).matches()) {
-                throw new ConfigurationException("prefix '" + prefix
-                        + "' is not valid: use 1 to 64 characters of [A-Za-z0-9._-] starting with a letter or digit,"
-                        + " e.g. 'idem' or 'orders-idem'");
-            }
-            this.prefix = prefix;
-            return this;
-        }
-
-        /** The clock that computes every lease and retention deadline. Default: the system UTC clock. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        /**
-         * How long one call waits for Redis (and, for a client the store creates, for a connection) before it throws
-         * {@link StoreUnavailableException}. Default 2 s.
-         */
-        public Builder commandTimeout(Duration commandTimeout) {
-            this.commandTimeout = positive("commandTimeout", commandTimeout);
-            return this;
+            super(uri, client);
         }
 
         /**
@@ -590,19 +554,7 @@ public final class RedisStore implements IdempotencyStore {
         }
 
         public RedisStore build() {
-            if (client != null) {
-                return new RedisStore(this, client, false, "redis (caller's client)");
-            }
-            RedisURI u = Objects.requireNonNull(uri);
-            RedisClient created = RedisLink.createClient(u, commandTimeout);
-            return new RedisStore(this, created, true, "redis " + RedisLink.where(u));
-        }
-
-        private static Duration positive(String name, Duration value) {
-            if (value == null || value.isNegative() || value.isZero()) {
-                throw new ConfigurationException(name + " must be a positive duration, got " + value);
-            }
-            return value;
+            return buildWith((client, owns, description) -> new RedisStore(this, client, owns, description));
         }
     }
 }

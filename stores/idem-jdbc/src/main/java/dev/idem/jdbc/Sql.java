@@ -393,6 +393,13 @@ final class Sql {
         }
     }
 
+    /** The cheapest statement: it fails when the transaction is aborted (PostgreSQL SQLState 25P02). */
+    void probe(Connection c) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            s.execute("SELECT 1");
+        }
+    }
+
     void deleteMark(Connection c, String id, String owner) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + table + " WHERE id = ? AND owner_token = ?")) {
             ps.setString(1, id);

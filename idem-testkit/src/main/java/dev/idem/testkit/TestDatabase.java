@@ -51,7 +51,12 @@ public final class TestDatabase implements AutoCloseable {
 
     /** A fresh schema on the PostgreSQL server found by {@link TestServers#postgres()}. */
     public static TestDatabase postgres(String testName) {
-        String server = TestServers.postgres().url();
+        return postgres(TestServers.postgres(), testName);
+    }
+
+    /** A fresh schema on {@code postgres}, e.g. the {@link PrivateServer#server()} of a test's own server. */
+    public static TestDatabase postgres(TestServers.Server postgres, String testName) {
+        String server = postgres.url();
         String schema = TestServers.uniquePrefix(testName);
         execute(server, "CREATE SCHEMA " + schema);
         String url = server + (server.contains("?") ? "&" : "?") + "currentSchema=" + schema;
@@ -60,7 +65,12 @@ public final class TestDatabase implements AutoCloseable {
 
     /** A fresh database on the MariaDB/MySQL server found by {@link TestServers#mysql()}. */
     public static TestDatabase mariadb(String testName) {
-        String server = TestServers.mysql().url();
+        return mariadb(TestServers.mysql(), testName);
+    }
+
+    /** A fresh database on {@code mariadb}, e.g. the {@link PrivateServer#server()} of a test's own server. */
+    public static TestDatabase mariadb(TestServers.Server mariadb, String testName) {
+        String server = mariadb.url();
         String database = TestServers.uniquePrefix(testName);
         execute(server, "CREATE DATABASE " + database + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin");
         Matcher m = JDBC_URL.matcher(server);

@@ -392,15 +392,37 @@ public final class JdbcInbox {
             }
             outcome = Outcome.failed("handler threw " + e.getClass().getName() + ": " + e.getMessage(), e);
         }
+        if (outcome.isFinal()) {
+            outcome = confirmCommittable(c, p, owner, outcome);
+        }
         p.outcome = outcome;
-        if (!outcome.isFinal()) {
-            return false;
+        return outcome.isFinal();
+    }
+
+    /**
+     * Stores the handler's result, and on PostgreSQL makes sure the transaction can still commit: a handler that
+     * catches the failure of one of its own statements and answers a final outcome leaves an aborted transaction,
+     * whose commit PostgreSQL silently turns into a rollback. That handling ends {@code FAILED}, never {@code
+     * PROCESSED} for an effect that was not committed.
+     */
+    private Outcome confirmCommittable(Connection c, Pending p, String owner, Outcome outcome) throws SQLException {
+        try {
+            byte[] result = outcome.result().orElse(null);
+            if (result != null) {
+                sql.storeResult(c, p.id, owner, result);
+            } else if (sql.dialect == Dialect.POSTGRESQL) {
+                sql.probe(c);
+            }
+            return outcome;
+        } catch (SQLException e) {
+            if (!SqlErrors.isTransactionAborted(e)) {
+                throw e;
+            }
+            return Outcome.failed(
+                    "the handler answered " + outcome.type() + " after one of its own statements failed, which aborted"
+                            + " the transaction: nothing of it was committed; let the statement's exception propagate",
+                    e);
         }
-        byte[] result = outcome.result().orElse(null);
-        if (result != null) {
-            sql.storeResult(c, p.id, owner, result);
-        }
-        return true;
     }
 
     /** The outcome for an attempt that failed with {@code e}; {@link #RETRY} for a deadlock. */

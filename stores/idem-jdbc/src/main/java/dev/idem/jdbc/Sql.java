@@ -16,6 +16,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
@@ -390,6 +391,21 @@ final class Sql {
             ps.setString(2, id);
             ps.setString(3, owner);
             ps.executeUpdate();
+        }
+    }
+
+    /**
+     * Fails (PostgreSQL SQLState 25P02) when the transaction is aborted. With pgjdbc the driver's own transaction
+     * state answers without a round trip; with another driver, the cheapest statement does.
+     */
+    void probe(Connection c) throws SQLException {
+        Optional<Boolean> aborted = PgTransactionState.isAborted(c);
+        if (aborted.isEmpty()) {
+            try (Statement s = c.createStatement()) {
+                s.execute("SELECT 1");
+            }
+        } else if (aborted.get()) {
+            throw new SQLException("current transaction is aborted (driver's transaction state)", "25P02");
         }
     }
 

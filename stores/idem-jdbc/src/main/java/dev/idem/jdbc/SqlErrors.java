@@ -40,6 +40,12 @@ final class SqlErrors {
                         || LOCK_WAIT_CODES.contains(e.getErrorCode()));
     }
 
+    /** PostgreSQL: "current transaction is aborted, commands ignored until end of transaction block". */
+    static boolean isTransactionAborted(Throwable t) {
+        SQLException e = sqlException(t);
+        return e != null && "25P02".equals(state(e));
+    }
+
     /** A unique key already holds the value (PostgreSQL and H2: SQLState 23505; MariaDB/MySQL: error 1062). */
     static boolean isDuplicateKey(SQLException e) {
         return "23505".equals(e.getSQLState()) || e.getErrorCode() == 1062;

@@ -276,6 +276,81 @@ abstract class InboxTestBase {
         assertThat(ledgerRows("p1")).isEqualTo(1);
     }
 
+    /**
+     * The handler catches its own failed statement and answers PROCESSED. PostgreSQL has aborted the transaction by
+     * then and would turn the commit into a silent rollback; MariaDB and H2 commit what did succeed. Either way the
+     * effect and the mark commit together, and PROCESSED is never answered for an effect that was not committed
+     * (regression: on PostgreSQL it was, and the message was lost).
+     */
+    @Test
+    void handlerSwallowingItsOwnSqlFailure_commitsEffectAndMarkTogether_orNeither_andTheRedeliveryAppliesOnce()
+            throws SQLException {
+        JdbcInbox inbox = inbox();
+        AtomicInteger runs = new AtomicInteger();
+
+        Outcome first = inbox.handle("p1", null, c -> {
+            pay("p1", 1, 10).handle(c);
+            if (runs.incrementAndGet() == 1) {
+                try (Statement s = c.createStatement()) {
+                    s.executeUpdate("INSERT INTO no_such_table VALUES (1)");
+                } catch (SQLException ignored) {
+                    // the handler's choice: carry on without its audit row
+                }
+            }
+            return Outcome.processed();
+        });
+        long balanceAfterFirst = balance(1);
+        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+
+        if (first.type() == Outcome.Type.PROCESSED) {
+            assertThat(balanceAfterFirst).isEqualTo(INITIAL_BALANCE - 10);
+            assertThat(redelivered.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        } else {
+            assertThat(balanceAfterFirst).isEqualTo(INITIAL_BALANCE);
+            assertThat(redelivered.type()).isEqualTo(Outcome.Type.PROCESSED);
+        }
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    @Test
+    void handlerSwallowingItsOwnSqlFailure_inABatch_andInTheCallersTransaction_neverAnswersProcessedForLostWrites()
+            throws SQLException {
+        JdbcInbox inbox = inbox();
+        TransactionalHandler swallowing = c -> {
+            pay("a", 1, 10).handle(c);
+            try (Statement s = c.createStatement()) {
+                s.executeUpdate("INSERT INTO no_such_table VALUES (1)");
+            } catch (SQLException ignored) {
+                // the handler's choice
+            }
+            return Outcome.processed();
+        };
+
+        List<Outcome> batch = inbox.handleBatch(List.of(
+                new JdbcInbox.Delivery("a", null, swallowing), new JdbcInbox.Delivery("b", null, pay("b", 2, 20))));
+        Outcome joined;
+        try (Connection tx = db.connection()) {
+            tx.setAutoCommit(false);
+            insertAudit(tx, "caller's own write");
+            joined = inbox.handle(tx, "c", null, swallowing);
+            tx.commit();
+        }
+
+        assertThat(batch.get(1).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(balance(2)).isEqualTo(INITIAL_BALANCE - 20);
+        assertThat(queryLong("SELECT COUNT(*) FROM audit")).isEqualTo(1);
+        long applied = (batch.get(0).type() == Outcome.Type.PROCESSED ? 1 : 0)
+                + (joined.type() == Outcome.Type.PROCESSED ? 1 : 0);
+        assertThat(ledgerRows("a")).as("%s, %s", batch.get(0), joined).isEqualTo(applied);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10 * applied);
+        assertThat(marks()).isEqualTo(1 + applied);
+        if (db.engine() == TestDatabase.Engine.POSTGRESQL) {
+            assertThat(batch.get(0).type()).isEqualTo(Outcome.Type.FAILED);
+            assertThat(joined.type()).isEqualTo(Outcome.Type.FAILED);
+        }
+    }
+
     @Test
     void outOfOrderOutcome_rollsBackTheHandlersWrites_andLeavesNoMark() throws SQLException {
         JdbcInbox inbox = inbox();

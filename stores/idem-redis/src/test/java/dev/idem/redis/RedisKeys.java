@@ -6,8 +6,12 @@ import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 
-/** Test helper: deletes the keys a test left behind. */
+/** Test helper: deletes the keys a test left behind; finds a port where no Redis listens. */
 final class RedisKeys {
     private RedisKeys() {}
 
@@ -35,6 +39,15 @@ final class RedisKeys {
             } while (!cursor.isFinished());
         } finally {
             client.shutdown();
+        }
+    }
+
+    /** A Redis URL on a local port nobody listens on. */
+    static String unreachableUrl() {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return "redis://127.0.0.1:" + s.getLocalPort();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
         }
     }
 }

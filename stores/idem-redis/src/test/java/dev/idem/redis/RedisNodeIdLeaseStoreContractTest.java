@@ -20,7 +20,7 @@ class RedisNodeIdLeaseStoreContractTest extends NodeIdLeaseStoreContract {
 
     @Override
     protected NodeIdLeaseStore createUnavailableStore(Clock clock) {
-        return RedisNodeIdLeaseStore.builder("redis://127.0.0.1:" + PrivateRedis.freePort())
+        return RedisNodeIdLeaseStore.builder(RedisKeys.unreachableUrl())
                 .clock(clock)
                 .commandTimeout(Duration.ofMillis(300))
                 .build();

@@ -7,6 +7,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.NodeIdGrant;
 import dev.idem.spi.UpdateResult;
 import dev.idem.testkit.MutableClock;
+import dev.idem.testkit.PrivateServer;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
@@ -23,12 +24,12 @@ class RedisNodeIdLeaseStoreTest {
     private static final Duration LEASE = Duration.ofSeconds(30);
 
     private final MutableClock clock = MutableClock.atNow();
-    private PrivateRedis redis;
+    private PrivateServer redis;
     private RedisNodeIdLeaseStore store;
 
     @BeforeEach
     void start() {
-        redis = PrivateRedis.start();
+        redis = PrivateServer.redis();
         store = RedisNodeIdLeaseStore.builder(redis.url())
                 .prefix("ids")
                 .clock(clock)

@@ -21,7 +21,7 @@ class RedisStoreContractTest extends IdempotencyStoreContract {
 
     @Override
     protected IdempotencyStore createUnavailableStore(Clock clock) {
-        return RedisStore.builder("redis://127.0.0.1:" + PrivateRedis.freePort())
+        return RedisStore.builder(RedisKeys.unreachableUrl())
                 .clock(clock)
                 .commandTimeout(Duration.ofMillis(300))
                 .build();

@@ -12,6 +12,7 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.UpdateResult;
 import dev.idem.testkit.MutableClock;
+import dev.idem.testkit.PrivateServer;
 import dev.idem.testkit.TestServers;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -34,7 +35,7 @@ class RedisStoreMarkLossTest {
     private static final Duration LEASE = Duration.ofSeconds(30);
     private static final Duration RETENTION = Duration.ofHours(1);
 
-    private static PrivateRedis redis;
+    private static PrivateServer redis;
 
     private final MutableClock clock = MutableClock.atNow();
     private final RecordingListener listener = new RecordingListener();
@@ -43,7 +44,7 @@ class RedisStoreMarkLossTest {
 
     @BeforeAll
     static void startRedis() {
-        redis = PrivateRedis.start();
+        redis = PrivateServer.redis();
     }
 
     @AfterAll

@@ -1,0 +1,16 @@
+package dev.idem.jdbc;
+
+import dev.idem.testkit.PrivateServer;
+import dev.idem.testkit.TestDatabase;
+
+class MariaDbRestartTest extends DatabaseRestartTestBase {
+    @Override
+    protected PrivateServer startServer() {
+        return PrivateServer.mariadb();
+    }
+
+    @Override
+    protected TestDatabase open(PrivateServer server) {
+        return TestDatabase.mariadb(server.server(), "MariaDbRestartTest");
+    }
+}

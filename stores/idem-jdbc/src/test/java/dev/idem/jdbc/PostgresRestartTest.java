@@ -1,0 +1,16 @@
+package dev.idem.jdbc;
+
+import dev.idem.testkit.PrivateServer;
+import dev.idem.testkit.TestDatabase;
+
+class PostgresRestartTest extends DatabaseRestartTestBase {
+    @Override
+    protected PrivateServer startServer() {
+        return PrivateServer.postgres();
+    }
+
+    @Override
+    protected TestDatabase open(PrivateServer server) {
+        return TestDatabase.postgres(server.server(), "PostgresRestartTest");
+    }
+}

@@ -54,8 +54,8 @@ final class FlowProducer {
         int resend = (int) Math.round(n * faults.appResend());
         // Bursts at fixed places of the stream: [start, end) ranges and their kind.
         List<int[]> bursts = new ArrayList<>();
-        addBursts(bursts, lostAck, n, new double[] {0.2, 0.5, 0.8}, 0);
-        addBursts(bursts, resend, n, new double[] {0.35, 0.65}, 1);
+        addBursts(bursts, lostAck, n, new double[] {0.4}, 0);
+        addBursts(bursts, resend, n, new double[] {0.5}, 1);
         bursts.sort((a, b) -> Integer.compare(a[0], b[0]));
         long clientRetries = 0;
         long appResends = 0;
@@ -204,9 +204,9 @@ final class FlowProducer {
         p.put(ProducerConfig.RETRIES_CONFIG, 10);
         p.put(ProducerConfig.LINGER_MS_CONFIG, 20);
         p.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
-        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 1000);
-        p.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 100);
-        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, shortTimeouts ? 2000 : 60_000);
+        p.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 700);
+        p.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 50);
+        p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, shortTimeouts ? 1200 : 60_000);
         p.put(ProducerConfig.CLIENT_ID_CONFIG, idempotent ? "idem-lab-resender" : "idem-lab-producer");
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     }

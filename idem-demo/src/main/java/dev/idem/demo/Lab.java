@@ -142,9 +142,11 @@ final class Lab {
         db.load(flow, prefixes);
 
         FlowProducer producer = new FlowProducer(produceBootstrap, broker == null ? null : broker.proxy(), topic);
+        long publishStart = System.nanoTime();
         progress.start("publishing the flow", flow.sends().size());
         FlowProducer.Published published = producer.publish(flow, f, progress::update);
         progress.finish();
+        double publishSeconds = (System.nanoTime() - publishStart) / 1e9;
 
         Map<TopicPartition, Long> end = endOffsets(admin, topic);
         long inTopic = end.values().stream().mapToLong(Long::longValue).sum();
@@ -197,6 +199,7 @@ final class Lab {
                 runs.add(run);
                 futures.add(runners.submit(() -> run.run(deadline)));
             }
+            long consumeStart = System.nanoTime();
             long total = inTopic * strategies.size();
             progress.start("consuming (" + strategies.size() + " groups)", total);
             while (!futures.stream().allMatch(java.util.concurrent.Future::isDone)) {
@@ -208,6 +211,15 @@ final class Lab {
             for (java.util.concurrent.Future<?> fu : futures) {
                 fu.get();
             }
+            env.add(new LabResult.Entry(
+                    "timings",
+                    String.format(
+                            Locale.ROOT,
+                            "set-up %.1f s, publishing %.1f s, consuming %.1f s (%d groups at once)",
+                            (publishStart - start) / 1e9,
+                            publishSeconds,
+                            (System.nanoTime() - consumeStart) / 1e9,
+                            strategies.size())));
         } finally {
             runners.shutdownNow();
             secondConsumer.shutdownNow();

@@ -35,8 +35,10 @@ import org.jspecify.annotations.Nullable;
  * kept); after the bound, and for {@code REJECTED}, the message goes to the strategy's dead-letter table.
  */
 final class StrategyRun {
-    static final RetryPolicy RETRY = new RetryPolicy(Duration.ofMillis(20), 2.0, Duration.ofMillis(500), 60, 0.2);
+    static final RetryPolicy RETRY = new RetryPolicy(Duration.ofMillis(10), 1.5, Duration.ofMillis(100), 300, 0.2);
     private static final Duration OVERLAP_WAIT = Duration.ofSeconds(2);
+    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(StrategyRun.class);
+    private static final int LOGGED_RETRIES = 20;
 
     private final Strategy strategy;
     private final LabDatabase db;
@@ -57,6 +59,10 @@ final class StrategyRun {
     final AtomicLong crashes = new AtomicLong();
     final AtomicLong secondCopies = new AtomicLong();
     final AtomicLong secondCopiesApplied = new AtomicLong();
+    private long pollNanos;
+    private long handleNanos;
+    private long crashNanos;
+    private long emptyPolls;
     private volatile long startNanos;
     private volatile long endNanos;
     private volatile @Nullable Throwable failure;
@@ -109,7 +115,13 @@ final class StrategyRun {
             Map<String, Integer> attempts = new HashMap<>();
             try {
                 while (!finished() && System.nanoTime() < deadlineNanos) {
+                    long t0 = System.nanoTime();
                     ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(50));
+                    long t1 = System.nanoTime();
+                    pollNanos += t1 - t0;
+                    if (records.isEmpty()) {
+                        emptyPolls++;
+                    }
                     resumeDue(consumer, resumeAt);
                     Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
                     try {
@@ -117,12 +129,16 @@ final class StrategyRun {
                             handlePartition(consumer, tp, records.records(tp), commit, resumeAt, attempts);
                         }
                     } catch (Crash crash) {
+                        handleNanos += System.nanoTime() - t1;
+                        long c0 = System.nanoTime();
                         crashes.incrementAndGet();
                         consumer.close(Duration.ofSeconds(5));
                         consumer = newConsumer();
                         resumeAt.clear();
+                        crashNanos += System.nanoTime() - c0;
                         continue;
                     }
+                    handleNanos += System.nanoTime() - t1;
                     if (!commit.isEmpty()) {
                         consumer.commitSync(commit);
                         commit.forEach((tp, o) -> committed.put(tp, o.offset()));
@@ -130,6 +146,7 @@ final class StrategyRun {
                 }
             } finally {
                 consumer.close(Duration.ofSeconds(5));
+                LOG.warn("{}: poll {} ms ({} empty), handle {} ms, crash restarts {} ms", strategy.id(), pollNanos / 1_000_000, emptyPolls, handleNanos / 1_000_000, crashNanos / 1_000_000);
             }
         } catch (RuntimeException | Error e) {
             failure = e;
@@ -157,13 +174,15 @@ final class StrategyRun {
             Outcome outcome = deliver(event);
             String attemptKey = tp + "@" + record.offset();
             if (outcome.action() == Outcome.Action.RETRY) {
-                retries.incrementAndGet();
+                logRetry(event, outcome);
                 int attempt = attempts.merge(attemptKey, 1, Integer::sum);
                 if (!RETRY.exhausted(attempt)) {
-                    Duration delay = outcome.retryAfter().orElse(RETRY.delayAfter(attempt));
-                    if (delay.compareTo(RETRY.maxDelay()) > 0) {
-                        delay = RETRY.maxDelay();
-                    }
+                    // An IN_PROGRESS outcome suggests waiting until the holder's lease ends; the holder usually
+                    // finishes long before, so the backoff caps it.
+                    Duration backoff = RETRY.delayAfter(attempt);
+                    Duration delay = outcome.retryAfter()
+                            .filter(d -> d.compareTo(backoff) < 0)
+                            .orElse(backoff);
                     consumer.seek(tp, record.offset());
                     consumer.pause(List.of(tp));
                     resumeAt.put(tp, System.nanoTime() + delay.toNanos());
@@ -198,6 +217,12 @@ final class StrategyRun {
             throw new IllegalStateException("the second consumer's copy of " + event.key() + " did not end", e);
         }
         return first;
+    }
+
+    private void logRetry(OrderEvent event, Outcome outcome) {
+        if (retries.incrementAndGet() <= LOGGED_RETRIES) {
+            LOG.warn("{} retries {} later: {}", strategy.id(), event.key(), outcome);
+        }
     }
 
     private Outcome count(Outcome outcome) {
@@ -305,7 +330,7 @@ final class StrategyRun {
                 if (outcome.action() != Outcome.Action.RETRY || RETRY.exhausted(attempt)) {
                     return;
                 }
-                retries.incrementAndGet();
+                logRetry(event, outcome);
                 try {
                     Thread.sleep(RETRY.delayAfter(attempt).toMillis());
                 } catch (InterruptedException e) {

@@ -48,6 +48,7 @@ public final class Guard implements AutoCloseable {
     private final Duration retention;
     private final Clock clock;
     private final SafeListener listener;
+    private final boolean reportOutcomes;
     private final StoreFailurePolicy storeFailurePolicy;
     private final Duration waitForInProgress;
     private final RetryPolicy retryPolicy;
@@ -60,6 +61,7 @@ public final class Guard implements AutoCloseable {
         this.retention = b.retention;
         this.clock = b.clock;
         this.listener = new SafeListener(b.listener);
+        this.reportOutcomes = b.listener != IdempotencyListener.NONE;
         this.storeFailurePolicy = b.storeFailurePolicy;
         this.waitForInProgress = b.waitForInProgress;
         this.retryPolicy = b.retryPolicy;
@@ -95,7 +97,9 @@ public final class Guard implements AutoCloseable {
             return rejected;
         }
         Outcome outcome = handle(ik, fingerprint, handler);
-        listener.onOutcome(namespace, ik.logId(), outcome, Duration.ofNanos(System.nanoTime() - start));
+        if (reportOutcomes) {
+            listener.onOutcome(namespace, ik.logId(), outcome, Duration.ofNanos(System.nanoTime() - start));
+        }
         return outcome;
     }
 

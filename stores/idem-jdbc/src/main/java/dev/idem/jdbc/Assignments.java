@@ -29,12 +29,12 @@ public final class Assignments {
 
     /** Also sets {@code column = value}. */
     public Assignments set(String column, @Nullable Object value) {
-        return with(new Assignment(SqlEngine.identifier("column", column), false, value));
+        return with(new Assignment(Schema.identifier("column", column), false, value));
     }
 
     /** Also sets {@code column = column + delta}. */
     public Assignments add(String column, Number delta) {
-        return with(new Assignment(SqlEngine.identifier("column", column), true, delta));
+        return with(new Assignment(Schema.identifier("column", column), true, delta));
     }
 
     private Assignments with(Assignment a) {

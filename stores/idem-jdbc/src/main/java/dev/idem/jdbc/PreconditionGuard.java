@@ -118,19 +118,19 @@ public final class PreconditionGuard {
 
         /** Required: the business table. */
         public Builder table(String table) {
-            this.table = SqlEngine.identifier("table", table);
+            this.table = Schema.identifier("table", table);
             return this;
         }
 
         /** Default {@code id}. */
         public Builder idColumn(String column) {
-            this.idColumn = SqlEngine.identifier("idColumn", column);
+            this.idColumn = Schema.identifier("idColumn", column);
             return this;
         }
 
         /** Required: the guarded column. */
         public Builder column(String column) {
-            this.column = SqlEngine.identifier("column", column);
+            this.column = Schema.identifier("column", column);
             return this;
         }
 

@@ -103,19 +103,19 @@ public final class StateMachineGuard {
 
         /** Required: the business table, e.g. {@code orders} or {@code shop.orders}. */
         public Builder table(String table) {
-            this.table = SqlEngine.identifier("table", table);
+            this.table = Schema.identifier("table", table);
             return this;
         }
 
         /** The key column. Default {@code id}. */
         public Builder idColumn(String column) {
-            this.idColumn = SqlEngine.identifier("idColumn", column);
+            this.idColumn = Schema.identifier("idColumn", column);
             return this;
         }
 
         /** The column holding the state. Default {@code status}. */
         public Builder statusColumn(String column) {
-            this.statusColumn = SqlEngine.identifier("statusColumn", column);
+            this.statusColumn = Schema.identifier("statusColumn", column);
             return this;
         }
 

@@ -30,7 +30,7 @@ import org.jspecify.annotations.Nullable;
 public final class UniqueRowGuard {
     private final String table;
     private final List<String> uniqueKey;
-    private volatile @Nullable SqlEngine engine;
+    private volatile JdbcStore.@Nullable Dialect dialect;
 
     private UniqueRowGuard(Builder b) {
         this.table = b.table;
@@ -44,7 +44,7 @@ public final class UniqueRowGuard {
     /** Inserts {@code row} (column → value) unless its unique key exists; {@code onInserted} runs only if new. */
     public Outcome insertOnce(Connection c, Map<String, ?> row, SideEffect onInserted) throws SQLException {
         List<String> columns = new ArrayList<>(row.keySet());
-        columns.forEach(col -> SqlEngine.identifier("column", col));
+        columns.forEach(col -> Schema.identifier("column", col));
         if (!columns.containsAll(uniqueKey)) {
             throw new ConfigurationException(
                     "the row must hold every unique-key column " + uniqueKey + ", got " + columns);
@@ -53,7 +53,7 @@ public final class UniqueRowGuard {
         columns.forEach(col -> values.add(row.get(col)));
         String insert = "INSERT INTO " + table + " (" + String.join(", ", columns) + ") VALUES ("
                 + String.join(", ", Collections.nCopies(columns.size(), "?")) + ")";
-        boolean inserted = engine(c) == SqlEngine.POSTGRESQL
+        boolean inserted = dialect(c) == JdbcStore.Dialect.POSTGRESQL
                 ? Statements.update(
                                 c, insert + " ON CONFLICT (" + String.join(", ", uniqueKey) + ") DO NOTHING", values)
                         == 1
@@ -77,7 +77,7 @@ public final class UniqueRowGuard {
             Statements.update(c, insert, values);
             return true;
         } catch (SQLException e) {
-            if (!SqlEngine.isDuplicateKey(e)) {
+            if (!SqlErrors.isDuplicateKey(e)) {
                 throw e;
             }
             if (before != null) {
@@ -99,13 +99,13 @@ public final class UniqueRowGuard {
         }
     }
 
-    private SqlEngine engine(Connection c) throws SQLException {
-        SqlEngine e = engine;
-        if (e == null) {
-            e = SqlEngine.of(c);
-            engine = e;
+    private JdbcStore.Dialect dialect(Connection c) throws SQLException {
+        JdbcStore.Dialect d = dialect;
+        if (d == null) {
+            d = Schema.detect(c);
+            dialect = d;
         }
-        return e;
+        return d;
     }
 
     /** Builds a {@link UniqueRowGuard}; names are checked as SQL identifiers. */
@@ -117,7 +117,7 @@ public final class UniqueRowGuard {
 
         /** Required: the business table. */
         public Builder table(String table) {
-            this.table = SqlEngine.identifier("table", table);
+            this.table = Schema.identifier("table", table);
             return this;
         }
 
@@ -125,7 +125,7 @@ public final class UniqueRowGuard {
         public Builder uniqueKey(String... columns) {
             List<String> cols = new ArrayList<>();
             for (String col : columns) {
-                cols.add(SqlEngine.identifier("uniqueKey column", col));
+                cols.add(Schema.identifier("uniqueKey column", col));
             }
             this.uniqueKey = List.copyOf(cols);
             return this;

@@ -84,19 +84,19 @@ public final class VersionGuard {
 
         /** Required: the business table. */
         public Builder table(String table) {
-            this.table = SqlEngine.identifier("table", table);
+            this.table = Schema.identifier("table", table);
             return this;
         }
 
         /** Default {@code id}. */
         public Builder idColumn(String column) {
-            this.idColumn = SqlEngine.identifier("idColumn", column);
+            this.idColumn = Schema.identifier("idColumn", column);
             return this;
         }
 
         /** An integer column. Default {@code version}. */
         public Builder versionColumn(String column) {
-            this.versionColumn = SqlEngine.identifier("versionColumn", column);
+            this.versionColumn = Schema.identifier("versionColumn", column);
             return this;
         }
 

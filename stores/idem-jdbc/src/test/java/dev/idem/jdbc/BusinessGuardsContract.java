@@ -332,6 +332,29 @@ abstract class BusinessGuardsContract {
     }
 
     @Test
+    void stateMachineInsideTheInbox_oneTransaction_outOfOrderLeavesNoMark_businessDuplicateIsAcked() {
+        JdbcInbox inbox = JdbcInbox.builder(db.dataSource())
+                .namespace("orders")
+                .createTableIfMissing(true)
+                .build();
+        deliver("o-1", "CREATE");
+        TransactionalHandler ship = c -> orders.apply(c, "o-1", "SHIP", Assignments.of(), SideEffect.NONE);
+        TransactionalHandler pay = c -> orders.apply(c, "o-1", "PAY", Assignments.of(), c2 -> charge(c2, "o-1"));
+
+        assertThat(inbox.handle("msg-ship", null, ship).type()).isEqualTo(Outcome.Type.OUT_OF_ORDER);
+        assertThat(inbox.handle("msg-pay", null, pay).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle("msg-ship", null, ship).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle("msg-ship", null, ship).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        Outcome resentWithNewId = inbox.handle("msg-pay-resent", null, pay);
+
+        assertThat(resentWithNewId.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(resentWithNewId.reason()).contains("SHIPPED");
+        assertThat(query("SELECT order_id, COUNT(*) FROM ledger GROUP BY order_id"))
+                .containsEntry("o-1", "1");
+        assertThat(query("SELECT id, status FROM orders")).containsEntry("o-1", "SHIPPED");
+    }
+
+    @Test
     void badTableOrColumnName_isAConfigurationError_notSql() {
         assertThatThrownBy(() -> StateMachineGuard.builder(ORDERS).table("orders; DROP TABLE accounts"))
                 .isInstanceOf(ConfigurationException.class)

@@ -1,0 +1,81 @@
+package dev.idem.kafka;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Objects;
+import java.util.function.Function;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.header.Header;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Reads the idempotency key of a record. A {@code null} or blank key, or an exception thrown here, makes the record
+ * {@code REJECTED} (dead-lettered with the reason): a record is never handled without a key.
+ *
+ * @param <K> record key type
+ * @param <V> record value type
+ */
+@FunctionalInterface
+public interface KeyExtractor<K, V> {
+
+    @Nullable
+    String extract(ConsumerRecord<K, V> record) throws Exception;
+
+    /** What the extractor reads, for the dead-letter reason (e.g. {@code header 'idem-key'}). */
+    default String describe() {
+        return "the key extractor";
+    }
+
+    /** The last header named {@code name}, read as UTF-8; the producer stamps it with {@link KafkaProducers}. */
+    static <K, V> KeyExtractor<K, V> header(String name) {
+        Objects.requireNonNull(name, "name");
+        return new KeyExtractor<>() {
+            @Override
+            public @Nullable String extract(ConsumerRecord<K, V> record) {
+                Header header = record.headers().lastHeader(name);
+                return header == null || header.value() == null
+                        ? null
+                        : new String(header.value(), StandardCharsets.UTF_8);
+            }
+
+            @Override
+            public String describe() {
+                return "header '" + name + "'";
+            }
+        };
+    }
+
+    /** The record's key ({@code byte[]} read as UTF-8, anything else through {@code toString()}). */
+    static <K, V> KeyExtractor<K, V> recordKey() {
+        return new KeyExtractor<>() {
+            @Override
+            public @Nullable String extract(ConsumerRecord<K, V> record) {
+                Object key = record.key();
+                if (key == null) {
+                    return null;
+                }
+                return key instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : key.toString();
+            }
+
+            @Override
+            public String describe() {
+                return "the record key";
+            }
+        };
+    }
+
+    /** A business key computed from the deserialized value, e.g. {@code order -> order.id() + ":" + order.action()}. */
+    static <K, V> KeyExtractor<K, V> value(Function<? super V, @Nullable String> function) {
+        Objects.requireNonNull(function, "function");
+        return new KeyExtractor<>() {
+            @Override
+            public @Nullable String extract(ConsumerRecord<K, V> record) {
+                return record.value() == null ? null : function.apply(record.value());
+            }
+
+            @Override
+            public String describe() {
+                return "a function of the value";
+            }
+        };
+    }
+}

@@ -1,0 +1,11 @@
+/** Idem's core: keys, outcomes, the guard engine, the in-memory store, message ids. JDK only. */
+module dev.idem.core {
+    requires static org.jspecify;
+
+    exports dev.idem;
+    exports dev.idem.id;
+    exports dev.idem.spi;
+    exports dev.idem.internal to
+            dev.idem.jdbc,
+            dev.idem.redis;
+}

@@ -1,0 +1,585 @@
+package dev.idem.jdbc;
+
+import dev.idem.ConfigurationException;
+import dev.idem.DeadLetterException;
+import dev.idem.IdempotencyKey;
+import dev.idem.IdempotencyListener;
+import dev.idem.InvalidKeyException;
+import dev.idem.Outcome;
+import dev.idem.RetryLaterException;
+import dev.idem.StoreUnavailableException;
+import dev.idem.internal.SafeListener;
+import dev.idem.jdbc.JdbcStore.Dialect;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Savepoint;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import javax.sql.DataSource;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * The transactional dedup record ("inbox"): the handler's writes and the key's mark commit in one database
+ * transaction, or neither does. For handlers whose effect is a write to this database; the strongest guarantee Idem
+ * gives (no lease, no mark left behind, no window between effect and mark).
+ *
+ * <pre>{@code
+ * JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace("payments").build();
+ * Outcome outcome = inbox.handle(message.key(), Fingerprint.of(message.body()), connection -> {
+ *     debit(connection, message);                 // same connection, same transaction as the mark
+ *     return Outcome.processed();
+ * });
+ * }</pre>
+ *
+ * <p>How one handling runs: insert the key's mark with a conflict-free insert ({@code ON CONFLICT DO NOTHING} on
+ * PostgreSQL, {@code INSERT IGNORE} on MariaDB/MySQL, a plain insert on H2, where a unique violation does not abort
+ * the transaction). If it was inserted, run the handler on the same connection; {@code PROCESSED} and {@code
+ * DUPLICATE} commit both, any other outcome or an exception rolls both back. If the key was taken: {@code DUPLICATE}
+ * (with the stored result), or {@code REJECTED} when the stored payload fingerprint differs. A duplicate whose first
+ * copy is still uncommitted waits on the key and then sees {@code DUPLICATE} (first committed) or runs (first rolled
+ * back); if that takes longer than {@link Builder#lockWait(Duration)} it ends {@code IN_PROGRESS}. Deadlocks are
+ * retried. A database that cannot be reached, or a commit whose fate is unknown, ends {@code IN_PROGRESS}: the
+ * redelivery finds out.
+ *
+ * <p>Marks are kept for the retention window; an expired mark counts as absent. Shares its table (and {@link
+ * #purgeExpired()}) with {@link JdbcStore}.
+ *
+ * <p>Immutable and thread-safe. Does not own the {@link DataSource}.
+ */
+public final class JdbcInbox {
+
+    /** One message of a batch: its key, its payload fingerprint (or null), its handler. */
+    public record Delivery(String key, @Nullable String fingerprint, TransactionalHandler handler) {
+        public Delivery {
+            Objects.requireNonNull(key, "key");
+            Objects.requireNonNull(handler, "handler");
+        }
+    }
+
+    private final DataSource dataSource;
+    private final Sql sql;
+    private final String namespace;
+    private final Clock clock;
+    private final boolean databaseClock;
+    private final Duration retention;
+    private final int lockWaitSeconds;
+    private final int deadlockRetries;
+    private final int purgeBatchSize;
+    private final SafeListener listener;
+    private final String description;
+
+    private JdbcInbox(Builder b, Dialect dialect, String namespace) {
+        this.dataSource = b.dataSource;
+        this.sql = new Sql(dialect, b.table);
+        this.namespace = namespace;
+        this.clock = b.clock;
+        this.databaseClock = b.databaseClock;
+        this.retention = b.retention;
+        this.lockWaitSeconds = (int) Math.max(1, (b.lockWait.toMillis() + 999) / 1000);
+        this.deadlockRetries = b.deadlockRetries;
+        this.purgeBatchSize = b.purgeBatchSize;
+        this.listener = new SafeListener(b.listener);
+        this.description =
+                dialect.name().toLowerCase(java.util.Locale.ROOT) + " " + b.table + " (inbox " + namespace + ")";
+    }
+
+    public static Builder builder(DataSource dataSource) {
+        return new Builder(dataSource);
+    }
+
+    // ---------------------------------------------------------------- owned transaction
+
+    /**
+     * Handles one message in a transaction of its own, borrowed from the data source: commits the mark and the
+     * handler's writes together, or rolls both back. Never throws for a message-level problem.
+     */
+    public Outcome handle(String key, @Nullable String fingerprint, TransactionalHandler handler) {
+        return handleBatch(List.of(new Delivery(key, fingerprint, handler))).get(0);
+    }
+
+    /**
+     * Handles a batch in one transaction: one multi-row insert claims every key (in key order, so concurrent batches
+     * do not deadlock on marks; {@code RETURNING} on PostgreSQL and MariaDB), the handlers of the new keys run in
+     * input order, each under a savepoint (a handler that does not end final is undone alone, its mark removed), and
+     * one commit ends it. Returns one outcome per delivery, in input order. A key repeated within the batch runs once;
+     * its later copies answer {@code DUPLICATE} if the first was applied, else {@code IN_PROGRESS}. A lock-wait
+     * timeout on a mark ends the whole batch {@code IN_PROGRESS}; a deadlock reruns the whole batch.
+     */
+    public List<Outcome> handleBatch(List<Delivery> deliveries) {
+        long start = System.nanoTime();
+        Outcome[] outcomes = new Outcome[deliveries.size()];
+        Map<String, Pending> pending = group(deliveries, outcomes);
+        if (!pending.isEmpty()) {
+            boolean single = deliveries.size() == 1;
+            List<Pending> work = new ArrayList<>(pending.values());
+            for (int attempt = 0; ; attempt++) {
+                work.forEach(Pending::reset);
+                Outcome failure = runOwned(work, !single);
+                if (failure == null) {
+                    break;
+                }
+                if (failure != RETRY || attempt >= deadlockRetries) {
+                    Outcome answer = failure == RETRY
+                            ? Outcome.inProgress("deadlock persisted after " + (attempt + 1) + " attempts", null)
+                            : failure;
+                    work.forEach(p -> p.outcome = answer);
+                    break;
+                }
+            }
+            for (Pending p : work) {
+                outcomes[p.firstIndex] = p.outcome;
+                for (int i : p.laterIndexes) {
+                    outcomes[i] = p.outcome.isFinal()
+                            ? Outcome.duplicate("duplicate of an earlier copy in the same batch")
+                            : Outcome.inProgress(
+                                    "an earlier copy in the same batch did not finish: " + p.outcome, null);
+                }
+            }
+        }
+        report(deliveries, outcomes, start);
+        return List.of(outcomes);
+    }
+
+    /** Marks a deadlock to retry; never handed to a caller. */
+    private static final Outcome RETRY = Outcome.inProgress("retry", null);
+
+    /** One attempt in a fresh transaction. Null when every pending delivery got its outcome, else the failure. */
+    private @Nullable Outcome runOwned(List<Pending> work, boolean savepoints) {
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                process(c, work, savepoints);
+                if (savepoints || work.get(0).outcome.isFinal()) {
+                    c.commit();
+                } else {
+                    c.rollback();
+                }
+                return null;
+            } catch (SQLException | RuntimeException e) {
+                JdbcStore.rollbackQuietly(c);
+                throw e;
+            } finally {
+                if (autoCommit) {
+                    c.setAutoCommit(true);
+                }
+            }
+        } catch (SQLException e) {
+            return failure(e);
+        }
+    }
+
+    // ---------------------------------------------------------------- caller's transaction
+
+    /**
+     * Handles one message inside the caller's open transaction ({@code autoCommit} off) and leaves the commit to
+     * the caller. Works under a savepoint: an outcome that is not final, or a handler exception, rolls back the mark
+     * and the handler's writes and nothing else of the caller's transaction. Never raises a unique violation (which
+     * would abort a PostgreSQL transaction).
+     *
+     * @throws RetryLaterException when the database rolled back the caller's whole transaction (a deadlock on
+     *     MariaDB/MySQL, a broken connection): the caller must roll back and have the message redelivered
+     */
+    public Outcome handle(
+            Connection callerTransaction, String key, @Nullable String fingerprint, TransactionalHandler handler) {
+        long start = System.nanoTime();
+        Objects.requireNonNull(callerTransaction, "callerTransaction");
+        try {
+            if (callerTransaction.getAutoCommit()) {
+                throw new IllegalArgumentException("the connection is in autoCommit mode: call setAutoCommit(false)"
+                        + " and pass the connection of an open transaction, or use handle(key, fingerprint, handler)");
+            }
+        } catch (SQLException e) {
+            throw new StoreUnavailableException(description, "the caller's connection is unusable", e);
+        }
+        List<Delivery> deliveries = List.of(new Delivery(key, fingerprint, handler));
+        Outcome[] outcomes = new Outcome[1];
+        Map<String, Pending> pending = group(deliveries, outcomes);
+        if (!pending.isEmpty()) {
+            Pending p = pending.values().iterator().next();
+            outcomes[0] = inCallerTransaction(callerTransaction, p);
+        }
+        report(deliveries, outcomes, start);
+        return outcomes[0];
+    }
+
+    private Outcome inCallerTransaction(Connection c, Pending p) {
+        for (int attempt = 0; ; attempt++) {
+            p.reset();
+            Savepoint savepoint;
+            try {
+                savepoint = c.setSavepoint();
+            } catch (SQLException e) {
+                throw callerTransactionLost(e);
+            }
+            try {
+                process(c, List.of(p), false);
+                if (p.outcome.isFinal()) {
+                    releaseQuietly(c, savepoint);
+                } else {
+                    c.rollback(savepoint);
+                }
+                return p.outcome;
+            } catch (SQLException e) {
+                try {
+                    c.rollback(savepoint);
+                } catch (SQLException lost) {
+                    e.addSuppressed(lost);
+                    throw callerTransactionLost(e);
+                }
+                Outcome failure = failure(e);
+                if (failure != RETRY) {
+                    return failure;
+                }
+                if (attempt >= deadlockRetries) {
+                    return Outcome.inProgress("deadlock persisted after " + (attempt + 1) + " attempts", null);
+                }
+            }
+        }
+    }
+
+    private RetryLaterException callerTransactionLost(SQLException e) {
+        return new RetryLaterException(
+                description + ": the database ended the caller's transaction (" + SqlErrors.describe(e)
+                        + "): roll it back and have the message redelivered",
+                e);
+    }
+
+    // ---------------------------------------------------------------- the algorithm
+
+    /** A distinct key of a batch and what became of it. */
+    private static final class Pending {
+        final IdempotencyKey key;
+        final String id;
+        final @Nullable String fingerprint;
+        final TransactionalHandler handler;
+        final int firstIndex;
+        final List<Integer> laterIndexes = new ArrayList<>();
+        Outcome outcome = RETRY;
+        boolean claimed;
+
+        Pending(IdempotencyKey key, @Nullable String fingerprint, TransactionalHandler handler, int firstIndex) {
+            this.key = key;
+            this.id = key.storageId();
+            this.fingerprint = fingerprint;
+            this.handler = handler;
+            this.firstIndex = firstIndex;
+        }
+
+        void reset() {
+            outcome = RETRY;
+            claimed = false;
+        }
+    }
+
+    /** Groups deliveries by key; invalid ones get their outcome at once. */
+    private Map<String, Pending> group(List<Delivery> deliveries, Outcome[] outcomes) {
+        Map<String, Pending> pending = new LinkedHashMap<>();
+        for (int i = 0; i < deliveries.size(); i++) {
+            Delivery d = deliveries.get(i);
+            if (d.fingerprint() != null && d.fingerprint().length() > 255) {
+                throw new IllegalArgumentException(
+                        "fingerprint is " + d.fingerprint().length()
+                                + " characters long; the column holds 255: pass Fingerprint.of(payload) (64 hex digits)");
+            }
+            IdempotencyKey key;
+            try {
+                key = IdempotencyKey.of(namespace, d.key());
+            } catch (InvalidKeyException e) {
+                outcomes[i] = Outcome.rejected(e.getMessage(), e);
+                continue;
+            }
+            Pending first = pending.get(key.storageId());
+            if (first == null) {
+                pending.put(key.storageId(), new Pending(key, d.fingerprint(), d.handler(), i));
+            } else if (mismatch(d.fingerprint(), first.fingerprint)) {
+                outcomes[i] = keyReused(key);
+            } else {
+                first.laterIndexes.add(i);
+            }
+        }
+        return pending;
+    }
+
+    /**
+     * Claims the keys of {@code work} and runs the handlers of the new ones on {@code c}. Sets every outcome. Throws
+     * the SQLExceptions of its own statements, and a handler's deadlock, for the caller to roll back and retry.
+     */
+    private void process(Connection c, List<Pending> work, boolean savepoints) throws SQLException {
+        String owner = newOwner();
+        long now = databaseClock ? sql.databaseNowMillis(c) : clock.millis();
+        long expiresAt = now + retention.toMillis();
+        List<Pending> sorted = new ArrayList<>(work);
+        sorted.sort((a, b) -> Sql.ID_ORDER.compare(a.id, b.id));
+        Map<String, @Nullable String> fingerprints = new HashMap<>();
+        sorted.forEach(p -> fingerprints.put(p.id, p.fingerprint));
+        var inserted = sql.insertMarks(
+                c, sorted.stream().map(p -> p.id).toList(), fingerprints, owner, now, expiresAt, lockWaitSeconds);
+        List<String> taken = sorted.stream()
+                .filter(p -> !inserted.contains(p.id))
+                .map(p -> p.id)
+                .toList();
+        Map<String, Row> existing = taken.isEmpty() ? Map.of() : sql.selectMany(c, taken, Sql.Lock.SHARED);
+        for (Pending p : sorted) {
+            if (inserted.contains(p.id)) {
+                p.claimed = true;
+                continue;
+            }
+            Row row = existing.get(p.id);
+            if (row == null) {
+                p.outcome = Outcome.inProgress("the key's mark was removed while it was read; retry", null);
+            } else if (!row.live(now)) {
+                p.claimed = sql.replaceExpired(c, p.id, owner, now, expiresAt, p.fingerprint);
+                if (!p.claimed) {
+                    p.outcome = Outcome.inProgress("another consumer renewed the key's expired mark; retry", null);
+                }
+            } else if (mismatch(p.fingerprint, row.fingerprint())) {
+                p.outcome = keyReused(p.key);
+            } else if (row.done()) {
+                Instant at = Instant.ofEpochMilli(Objects.requireNonNullElse(row.completedAt(), now));
+                p.outcome = Outcome.duplicate("already processed at " + at, row.result());
+            } else {
+                p.outcome = Outcome.inProgress(
+                        "a lease-mode claim holds the key until " + Instant.ofEpochMilli(row.expiresAt()), null);
+            }
+        }
+        for (Pending p : work) {
+            if (p.claimed) {
+                runHandler(c, p, owner, savepoints);
+            }
+        }
+    }
+
+    private void runHandler(Connection c, Pending p, String owner, boolean savepoint) throws SQLException {
+        Savepoint sp = savepoint ? c.setSavepoint() : null;
+        Outcome outcome;
+        try {
+            outcome = Objects.requireNonNull(p.handler.handle(c), "a handler must return an Outcome, not null");
+        } catch (DeadLetterException e) {
+            outcome = Outcome.rejected(e.getMessage(), e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            outcome = Outcome.failed("handler interrupted", e);
+        } catch (Exception e) {
+            if (SqlErrors.isDeadlock(e)) {
+                throw e instanceof SQLException s ? s : new SQLException("deadlock in the handler", "40001", e);
+            }
+            outcome = Outcome.failed("handler threw " + e.getClass().getName() + ": " + e.getMessage(), e);
+        }
+        p.outcome = outcome;
+        if (outcome.isFinal()) {
+            byte[] result = outcome.result().orElse(null);
+            if (result != null) {
+                sql.storeResult(c, p.id, owner, result);
+            }
+            if (sp != null) {
+                releaseQuietly(c, sp);
+            }
+        } else if (sp != null) {
+            c.rollback(sp);
+            sql.deleteMark(c, p.id, owner);
+        }
+    }
+
+    /** The outcome for an attempt that failed with {@code e}; {@link #RETRY} for a deadlock. */
+    private Outcome failure(SQLException e) {
+        if (SqlErrors.isMissingTable(e)) {
+            throw SqlErrors.missingTable(e, description, sql.table, Schema.ddlResource(sql.dialect));
+        }
+        if (SqlErrors.isDeadlock(e)) {
+            return RETRY;
+        }
+        if (SqlErrors.isLockWait(e)) {
+            return Outcome.inProgress(
+                    "another copy of the message holds the key in an uncommitted transaction for more than "
+                            + lockWaitSeconds + " s",
+                    null);
+        }
+        return Outcome.inProgress(
+                description + " unavailable or the commit's fate is unknown (" + SqlErrors.describe(e)
+                        + "); the redelivery will tell",
+                null);
+    }
+
+    // ---------------------------------------------------------------- purge and helpers
+
+    /** Deletes expired marks and completions in small batches; returns how many. See {@link JdbcStore#purgeExpired}. */
+    public int purgeExpired() {
+        return Purge.run(
+                dataSource,
+                sql,
+                purgeBatchSize,
+                c -> databaseClock ? sql.databaseNowMillis(c) : clock.millis(),
+                description);
+    }
+
+    /** Runs {@link #purgeExpired()} every {@code interval} on the caller's scheduler; cancel the future to stop. */
+    public ScheduledFuture<?> schedulePurge(ScheduledExecutorService scheduler, Duration interval) {
+        return Purge.schedule(scheduler, interval, this::purgeExpired, description);
+    }
+
+    public String namespace() {
+        return namespace;
+    }
+
+    public String describe() {
+        return description;
+    }
+
+    private void report(List<Delivery> deliveries, Outcome[] outcomes, long start) {
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+        for (int i = 0; i < outcomes.length; i++) {
+            String logId;
+            try {
+                logId = IdempotencyKey.of(namespace, deliveries.get(i).key()).logId();
+            } catch (InvalidKeyException e) {
+                logId = "<invalid>";
+            }
+            listener.onOutcome(namespace, logId, outcomes[i], elapsed);
+        }
+    }
+
+    private static void releaseQuietly(Connection c, Savepoint sp) {
+        try {
+            c.releaseSavepoint(sp);
+        } catch (SQLException ignored) {
+            // Releasing only frees resources early; the savepoint ends with the transaction anyway.
+        }
+    }
+
+    private static Outcome keyReused(IdempotencyKey key) {
+        return Outcome.rejected("key " + key.logId()
+                + " was used before with a different payload: a producer reuses keys; give each message its own key");
+    }
+
+    private static boolean mismatch(@Nullable String requested, @Nullable String stored) {
+        return requested != null && stored != null && !requested.equals(stored);
+    }
+
+    private static String newOwner() {
+        ThreadLocalRandom r = ThreadLocalRandom.current();
+        return HexFormat.of().toHexDigits(r.nextLong()) + HexFormat.of().toHexDigits(r.nextLong());
+    }
+
+    /** Builds a {@link JdbcInbox}. Each setter checks its value at once; {@link #build()} the rest. */
+    public static final class Builder {
+        private final DataSource dataSource;
+        private @Nullable String namespace;
+        private String table = Schema.DEFAULT_TABLE;
+        private @Nullable Dialect dialect;
+        private Clock clock = Clock.systemUTC();
+        private boolean databaseClock;
+        private boolean createTableIfMissing;
+        private Duration retention = Duration.ofDays(7);
+        private Duration lockWait = Duration.ofSeconds(10);
+        private int deadlockRetries = 3;
+        private int purgeBatchSize = Purge.DEFAULT_BATCH_SIZE;
+        private IdempotencyListener listener = IdempotencyListener.NONE;
+
+        private Builder(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        }
+
+        /** Required: the handler's name, e.g. the consumer group. See {@link IdempotencyKey}. */
+        public Builder namespace(String namespace) {
+            this.namespace = IdempotencyKey.validateNamespace(namespace);
+            return this;
+        }
+
+        /** The table. Default {@code idem_keys}. */
+        public Builder table(String table) {
+            this.table = Schema.validateTable(table);
+            return this;
+        }
+
+        /** The SQL dialect. Default: detected from the connection's product name. */
+        public Builder dialect(Dialect dialect) {
+            this.dialect = Objects.requireNonNull(dialect, "dialect");
+            return this;
+        }
+
+        /** The clock that stamps marks and decides their expiry. Default: system UTC. */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /** Take "now" from the database instead of this JVM (one extra query per transaction). Default false. */
+        public Builder useDatabaseClock(boolean on) {
+            this.databaseClock = on;
+            return this;
+        }
+
+        /** Create the table and index at {@link #build()} if they are missing. Default false. */
+        public Builder createTableIfMissing(boolean on) {
+            this.createTableIfMissing = on;
+            return this;
+        }
+
+        /** How long a mark is kept; a copy arriving later runs again. Default 7 days. */
+        public Builder retention(Duration retention) {
+            if (retention == null || retention.isNegative() || retention.isZero()) {
+                throw new ConfigurationException("retention must be a positive duration, got " + retention);
+            }
+            this.retention = retention;
+            return this;
+        }
+
+        /**
+         * How long a copy waits for an uncommitted copy of the same key before answering {@code IN_PROGRESS}.
+         * Whole seconds (rounded up; JDBC query timeouts count seconds). Default 10 s.
+         */
+        public Builder lockWait(Duration lockWait) {
+            if (lockWait == null || lockWait.isNegative() || lockWait.isZero()) {
+                throw new ConfigurationException("lockWait must be a positive duration, got " + lockWait);
+            }
+            this.lockWait = lockWait;
+            return this;
+        }
+
+        /** How many times a transaction that hit a deadlock is run again. Default 3; 0 to 20. */
+        public Builder deadlockRetries(int retries) {
+            if (retries < 0 || retries > 20) {
+                throw new ConfigurationException("deadlockRetries must be 0 to 20, got " + retries);
+            }
+            this.deadlockRetries = retries;
+            return this;
+        }
+
+        /** Rows deleted per purge transaction. Default 500; 1 to 10,000. */
+        public Builder purgeBatchSize(int rows) {
+            this.purgeBatchSize = Purge.checkBatchSize(rows);
+            return this;
+        }
+
+        /** Called for every outcome; its failures never change one. Default none. */
+        public Builder listener(IdempotencyListener listener) {
+            this.listener = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        public JdbcInbox build() {
+            if (namespace == null) {
+                throw new ConfigurationException(
+                        "a JdbcInbox needs a namespace: call .namespace(\"your-consumer-group\") on the builder");
+            }
+            String store = "jdbc " + table;
+            Dialect d = dialect != null ? dialect : Schema.detect(dataSource, store);
+            if (createTableIfMissing) {
+                Schema.create(dataSource, d, table, store);
+            }
+            return new JdbcInbox(this, d, namespace);
+        }
+    }
+}

@@ -1,0 +1,466 @@
+package dev.idem.jdbc;
+
+import dev.idem.ConfigurationException;
+import dev.idem.IdempotencyKey;
+import dev.idem.StoreUnavailableException;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.IdempotencyStore;
+import dev.idem.spi.StoredRecord;
+import dev.idem.spi.UpdateResult;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.stream.IntStream;
+import javax.sql.DataSource;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * A lease store in a PostgreSQL, MariaDB or H2 table, for effects outside the database (an HTTP call, an e-mail).
+ * Use {@link JdbcInbox} instead when the effect is a write to the same database.
+ *
+ * <pre>{@code
+ * IdempotencyStore store = JdbcStore.builder(dataSource).build();   // table idem_keys, see the shipped DDL
+ * Guard guard = Guard.builder(store).namespace("payments").build();
+ * }</pre>
+ *
+ * <p>Each operation is one short transaction of its own (it never joins a caller's transaction) and is atomic under
+ * concurrency: a claim locks the key's row ({@code SELECT ... FOR UPDATE}) or inserts it with a conflict-free insert;
+ * {@code complete}, {@code release} and {@code extend} are single owner-checked statements.
+ *
+ * <p><b>Fencing tokens</b> come from one database sequence per table ({@code <table>_fencing}). A sequence is
+ * monotonic across all namespaces, so it is monotonic in each, and unlike a counter row per namespace it is never a
+ * hot row: {@code nextval} takes no lock that lasts until commit. Tokens have gaps (a value drawn by a claim that
+ * lost its race is not reused). MySQL has no sequences, so lease mode runs on PostgreSQL, MariaDB and H2; {@link
+ * JdbcInbox} runs on MySQL too.
+ *
+ * <p>Lease deadlines and retention follow the builder's clock, or the database's clock with {@link
+ * Builder#useDatabaseClock(boolean)} so that nodes with skewed clocks agree. Times are stored as epoch
+ * milliseconds. A database that cannot be reached (or a broken connection) raises {@link StoreUnavailableException};
+ * a missing table raises {@link ConfigurationException} naming the DDL to run.
+ *
+ * <p>Immutable and thread-safe. The store does not own the {@link DataSource}: {@link #close()} does not close it.
+ */
+public final class JdbcStore implements IdempotencyStore {
+
+    /** The SQL dialects Idem speaks. Detected from the connection's product name unless set on the builder. */
+    public enum Dialect {
+        POSTGRESQL,
+        /** MariaDB 10.5 or later (sequences, {@code INSERT ... RETURNING}). */
+        MARIADB,
+        /** MySQL 8: transactional mode only (no sequences for lease-mode fencing tokens). */
+        MYSQL,
+        /** H2 2.x. */
+        H2
+    }
+
+    private static final int CLAIM_ATTEMPTS = 100;
+    private static final int DEADLOCK_RETRIES = 5;
+
+    private final DataSource dataSource;
+    private final Sql sql;
+    private final Clock clock;
+    private final boolean databaseClock;
+    private final int purgeBatchSize;
+    private final String description;
+    private volatile boolean closed;
+
+    private JdbcStore(Builder b, Dialect dialect) {
+        this.dataSource = b.dataSource;
+        this.sql = new Sql(dialect, b.table);
+        this.clock = b.clock;
+        this.databaseClock = b.databaseClock;
+        this.purgeBatchSize = b.purgeBatchSize;
+        this.description = dialect.name().toLowerCase(java.util.Locale.ROOT) + " " + b.table;
+    }
+
+    /** A builder for a store on {@code dataSource} (any pool; the store borrows a connection per operation). */
+    public static Builder builder(DataSource dataSource) {
+        return new Builder(dataSource);
+    }
+
+    // ---------------------------------------------------------------- claims
+
+    @Override
+    public ClaimResult claim(ClaimRequest request) {
+        checkFingerprint(request.fingerprint());
+        return inTransaction("claim " + request.key().logId(), c -> claimIn(c, request));
+    }
+
+    private ClaimResult claimIn(Connection c, ClaimRequest request) throws SQLException {
+        String id = request.key().storageId();
+        long now = now(c);
+        long leaseUntil = now + request.lease().toMillis();
+        for (int attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+            Row row = sql.select(c, id, Sql.Lock.EXCLUSIVE);
+            if (row == null) {
+                Map<String, Long> inserted = sql.insertClaims(
+                        c, List.of(new Sql.NewClaim(id, request.owner(), leaseUntil, request.fingerprint())));
+                if (inserted.containsKey(id)) {
+                    c.commit();
+                    return new ClaimResult.Claimed(request.owner(), inserted.get(id), Instant.ofEpochMilli(leaseUntil));
+                }
+                // Another transaction inserted the key meanwhile. Start over in a new transaction, so that the
+                // shared lock the conflicting insert took (MySQL) is not upgraded: two upgrades deadlock.
+                c.rollback();
+                continue;
+            }
+            List<Sql.Reclaim> reclaims = new ArrayList<>(1);
+            ClaimResult result = decide(c, row, request, id, now, leaseUntil, reclaims);
+            sql.reclaim(c, reclaims);
+            c.commit();
+            return result;
+        }
+        throw new StoreUnavailableException(
+                description, "claim of " + request.key().logId() + " kept losing races; retry later", null);
+    }
+
+    /** What a claim does to an existing row it holds locked; rewrites go to {@code reclaims}. */
+    private ClaimResult decide(
+            Connection c,
+            Row row,
+            ClaimRequest request,
+            String id,
+            long now,
+            long leaseUntil,
+            List<Sql.Reclaim> reclaims)
+            throws SQLException {
+        Instant until = Instant.ofEpochMilli(leaseUntil);
+        if (row.done()) {
+            if (row.live(now)) {
+                return new ClaimResult.Done(
+                        Instant.ofEpochMilli(Objects.requireNonNullElse(row.completedAt(), now)),
+                        Instant.ofEpochMilli(row.expiresAt()),
+                        row.fingerprint(),
+                        row.result());
+            }
+            long token = sql.nextToken(c);
+            reclaims.add(new Sql.Reclaim(id, request.owner(), token, leaseUntil, request.fingerprint()));
+            return new ClaimResult.Claimed(request.owner(), token, until);
+        }
+        if (row.owner().equals(request.owner())) {
+            reclaims.add(new Sql.Reclaim(id, request.owner(), row.fencingToken(), leaseUntil, request.fingerprint()));
+            return new ClaimResult.Claimed(request.owner(), row.fencingToken(), until);
+        }
+        if (row.live(now)) {
+            return new ClaimResult.InProgress(row.owner(), Instant.ofEpochMilli(row.expiresAt()), row.fingerprint());
+        }
+        long token = sql.nextToken(c);
+        reclaims.add(new Sql.Reclaim(id, request.owner(), token, leaseUntil, request.fingerprint()));
+        return new ClaimResult.TakenOver(request.owner(), token, until, row.owner());
+    }
+
+    /**
+     * Claims the keys in one transaction: one statement reads and locks the existing rows in key order, one
+     * multi-row insert ({@code RETURNING} on PostgreSQL and MariaDB) claims the free keys in key order, one batch
+     * rewrites the rows to take over. Keys that another transaction inserted meanwhile are claimed one by one.
+     */
+    @Override
+    public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
+        var seen = new HashSet<String>();
+        for (ClaimRequest r : requests) {
+            checkFingerprint(r.fingerprint());
+            if (!seen.add(r.key().storageId())) {
+                throw new IllegalArgumentException(
+                        "batch claims key " + r.key().logId() + " twice: deduplicate a batch before claiming it");
+            }
+        }
+        if (requests.isEmpty()) {
+            return List.of();
+        }
+        List<Integer> order = IntStream.range(0, requests.size())
+                .boxed()
+                .sorted(Comparator.comparing(i -> requests.get(i).key().storageId(), Sql.ID_ORDER))
+                .toList();
+        ClaimResult[] results = inTransaction("claim of " + requests.size() + " keys", c -> {
+            ClaimResult[] answers = new ClaimResult[requests.size()];
+            long now = now(c);
+            List<String> ids =
+                    order.stream().map(i -> requests.get(i).key().storageId()).toList();
+            Map<String, Row> rows = sql.selectMany(c, ids, Sql.Lock.EXCLUSIVE);
+            List<Sql.NewClaim> fresh = new ArrayList<>();
+            List<Sql.Reclaim> reclaims = new ArrayList<>();
+            for (int i : order) {
+                ClaimRequest r = requests.get(i);
+                String id = r.key().storageId();
+                long leaseUntil = now + r.lease().toMillis();
+                Row row = rows.get(id);
+                if (row == null) {
+                    fresh.add(new Sql.NewClaim(id, r.owner(), leaseUntil, r.fingerprint()));
+                } else {
+                    answers[i] = decide(c, row, r, id, now, leaseUntil, reclaims);
+                }
+            }
+            Map<String, Long> tokens = sql.insertClaims(c, fresh);
+            sql.reclaim(c, reclaims);
+            c.commit();
+            for (int i : order) {
+                ClaimRequest r = requests.get(i);
+                Long token = tokens.get(r.key().storageId());
+                if (token != null) {
+                    answers[i] = new ClaimResult.Claimed(
+                            r.owner(),
+                            token,
+                            Instant.ofEpochMilli(now + r.lease().toMillis()));
+                }
+            }
+            return answers;
+        });
+        for (int i : order) {
+            if (results[i] == null) {
+                results[i] = claim(requests.get(i));
+            }
+        }
+        return Arrays.asList(results);
+    }
+
+    // ---------------------------------------------------------------- owner-checked changes
+
+    @Override
+    public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
+        return inAutoCommit("complete " + key.logId(), c -> {
+            long now = now(c);
+            int n = sql.complete(c, key.storageId(), owner, now, now + retention.toMillis(), result);
+            return n == 1 ? UpdateResult.APPLIED : missed(c, key, now);
+        });
+    }
+
+    @Override
+    public UpdateResult release(IdempotencyKey key, String owner) {
+        return inAutoCommit("release " + key.logId(), c -> {
+            int n = sql.release(c, key.storageId(), owner);
+            return n == 1 ? UpdateResult.APPLIED : missed(c, key, now(c));
+        });
+    }
+
+    @Override
+    public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
+        return inAutoCommit("extend " + key.logId(), c -> {
+            long now = now(c);
+            int n = sql.extend(c, key.storageId(), owner, now + lease.toMillis());
+            return n == 1 ? UpdateResult.APPLIED : missed(c, key, now);
+        });
+    }
+
+    /** Why an owner-checked statement changed nothing. */
+    private UpdateResult missed(Connection c, IdempotencyKey key, long now) throws SQLException {
+        Row row = sql.select(c, key.storageId(), Sql.Lock.NONE);
+        if (row == null || (row.done() && !row.live(now))) {
+            return UpdateResult.NOT_FOUND;
+        }
+        return UpdateResult.NOT_OWNER;
+    }
+
+    @Override
+    public Optional<StoredRecord> lookup(IdempotencyKey key) {
+        return inAutoCommit("lookup " + key.logId(), c -> {
+            Row row = sql.select(c, key.storageId(), Sql.Lock.NONE);
+            if (row == null || (row.done() && !row.live(now(c)))) {
+                return Optional.empty();
+            }
+            return Optional.of(new StoredRecord(
+                    key,
+                    row.done() ? StoredRecord.State.DONE : StoredRecord.State.PROCESSING,
+                    row.owner(),
+                    row.fencingToken(),
+                    Instant.ofEpochMilli(row.expiresAt()),
+                    row.fingerprint(),
+                    row.result()));
+        });
+    }
+
+    // ---------------------------------------------------------------- purge
+
+    /**
+     * Deletes completions whose retention has ended, in batches of {@code purgeBatchSize} rows, each its own short
+     * transaction, until none is left; returns how many it deleted. Claims in progress are never touched, expired
+     * or not (an expired claim is taken over by the next delivery). Uses the index on {@code expires_at}.
+     */
+    public int purgeExpired() {
+        return Purge.run(dataSource, sql, purgeBatchSize, this::purgeNow, description);
+    }
+
+    /**
+     * Runs {@link #purgeExpired()} every {@code interval} on {@code scheduler} (which the caller owns and shuts
+     * down); a failed run is logged and the next one runs as planned. Cancel the returned future to stop.
+     */
+    public ScheduledFuture<?> schedulePurge(ScheduledExecutorService scheduler, Duration interval) {
+        return Purge.schedule(scheduler, interval, this::purgeExpired, description);
+    }
+
+    private long purgeNow(Connection c) throws SQLException {
+        return now(c);
+    }
+
+    // ---------------------------------------------------------------- plumbing
+
+    @Override
+    public String describe() {
+        return description;
+    }
+
+    /** Marks the store closed: later calls throw {@link StoreUnavailableException}. The data source stays open. */
+    @Override
+    public void close() {
+        closed = true;
+    }
+
+    private long now(Connection c) throws SQLException {
+        return databaseClock ? sql.databaseNowMillis(c) : clock.millis();
+    }
+
+    private static void checkFingerprint(@Nullable String fingerprint) {
+        if (fingerprint != null && fingerprint.length() > 255) {
+            throw new IllegalArgumentException("fingerprint is " + fingerprint.length()
+                    + " characters long; the column holds 255: pass Fingerprint.of(payload) (64 hex digits)");
+        }
+    }
+
+    @FunctionalInterface
+    private interface Work<T> {
+        T run(Connection c) throws SQLException;
+    }
+
+    /** Runs {@code work} in a transaction of its own (read committed on MySQL: no gap locks), retrying deadlocks. */
+    private <T> T inTransaction(String what, Work<T> work) {
+        ensureOpen();
+        for (int attempt = 1; ; attempt++) {
+            try (Connection c = dataSource.getConnection()) {
+                boolean autoCommit = c.getAutoCommit();
+                c.setAutoCommit(false);
+                try {
+                    if (sql.mysqlFamily()) {
+                        try (Statement s = c.createStatement()) {
+                            s.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
+                        }
+                    }
+                    return work.run(c);
+                } catch (SQLException | RuntimeException e) {
+                    rollbackQuietly(c);
+                    throw e;
+                } finally {
+                    if (autoCommit) {
+                        c.setAutoCommit(true);
+                    }
+                }
+            } catch (SQLException e) {
+                if (SqlErrors.isDeadlock(e) && attempt < DEADLOCK_RETRIES) {
+                    continue;
+                }
+                throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what);
+            }
+        }
+    }
+
+    /** Runs single statements (each atomic on its own) on a borrowed connection. */
+    private <T> T inAutoCommit(String what, Work<T> work) {
+        ensureOpen();
+        try (Connection c = dataSource.getConnection()) {
+            T result = work.run(c);
+            if (!c.getAutoCommit()) {
+                c.commit();
+            }
+            return result;
+        } catch (SQLException e) {
+            throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what);
+        }
+    }
+
+    static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException ignored) {
+            // The connection is broken; the pool discards it and the database rolls the transaction back.
+        }
+    }
+
+    private void ensureOpen() {
+        if (closed) {
+            throw new StoreUnavailableException(description, "the store is closed", null);
+        }
+    }
+
+    /**
+     * Builds a {@link JdbcStore}. Each setter checks its value at once; {@link #build()} detects the dialect (one
+     * connection) unless it was set, and creates the table if asked to.
+     */
+    public static final class Builder {
+        private final DataSource dataSource;
+        private String table = Schema.DEFAULT_TABLE;
+        private @Nullable Dialect dialect;
+        private Clock clock = Clock.systemUTC();
+        private boolean databaseClock;
+        private boolean createTableIfMissing;
+        private int purgeBatchSize = Purge.DEFAULT_BATCH_SIZE;
+
+        private Builder(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        }
+
+        /** The table. Default {@code idem_keys}. A plain identifier (see {@code Schema}); no schema prefix. */
+        public Builder table(String table) {
+            this.table = Schema.validateTable(table);
+            return this;
+        }
+
+        /** The SQL dialect. Default: detected from {@code DatabaseMetaData.getDatabaseProductName()}. */
+        public Builder dialect(Dialect dialect) {
+            this.dialect = Objects.requireNonNull(dialect, "dialect");
+            return this;
+        }
+
+        /** The clock for lease deadlines and retention. Default: system UTC. Ignored with the database clock. */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
+            return this;
+        }
+
+        /**
+         * Take "now" from the database (one extra query per operation) instead of this JVM, so that consumers on
+         * machines with skewed clocks agree on when a lease ends. Default false.
+         */
+        public Builder useDatabaseClock(boolean on) {
+            this.databaseClock = on;
+            return this;
+        }
+
+        /** Create the table, index and sequence at {@link #build()} if they are missing. Default false. */
+        public Builder createTableIfMissing(boolean on) {
+            this.createTableIfMissing = on;
+            return this;
+        }
+
+        /** Rows deleted per purge transaction. Default 500; 1 to 10,000. */
+        public Builder purgeBatchSize(int rows) {
+            this.purgeBatchSize = Purge.checkBatchSize(rows);
+            return this;
+        }
+
+        public JdbcStore build() {
+            String store = "jdbc " + table;
+            Dialect d = dialect != null ? dialect : Schema.detect(dataSource, store);
+            if (d == Dialect.MYSQL) {
+                throw new ConfigurationException("lease mode needs a database sequence for fencing tokens, and MySQL"
+                        + " has none: use MariaDB, PostgreSQL or H2 for JdbcStore, or use JdbcInbox (transactional"
+                        + " mode) or the Redis store on MySQL");
+            }
+            if (createTableIfMissing) {
+                Schema.create(dataSource, d, table, store);
+            }
+            return new JdbcStore(this, d);
+        }
+    }
+}

@@ -1,0 +1,134 @@
+package dev.idem.jdbc;
+
+import dev.idem.ConfigurationException;
+import dev.idem.StoreUnavailableException;
+import dev.idem.jdbc.JdbcStore.Dialect;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+
+/** Table names, dialect detection and the shipped DDL. */
+final class Schema {
+    private Schema() {}
+
+    static final String DEFAULT_TABLE = "idem_keys";
+
+    /**
+     * A plain SQL identifier that no database quotes or folds differently: a letter or underscore, then up to 47
+     * letters, digits or underscores (48 leaves room for the {@code _expires_idx} and {@code _fencing} suffixes
+     * within PostgreSQL's 63-character limit).
+     */
+    static final Pattern TABLE_NAME = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,47}");
+
+    static String validateTable(String table) {
+        if (table == null || !TABLE_NAME.matcher(table).matches()) {
+            throw new ConfigurationException("table name '" + table + "' is not allowed: use 1 to 48 characters of"
+                    + " [A-Za-z0-9_] starting with a letter or underscore, e.g. 'idem_keys' (set the schema on the"
+                    + " connection, not in the name)");
+        }
+        return table;
+    }
+
+    static String ddlResource(Dialect dialect) {
+        String file = switch (dialect) {
+            case POSTGRESQL -> "postgresql.sql";
+            case MARIADB, MYSQL -> "mysql.sql";
+            case H2 -> "h2.sql";
+        };
+        return "/dev/idem/jdbc/ddl/" + file;
+    }
+
+    static Dialect detect(DataSource dataSource, String store) {
+        try (Connection c = dataSource.getConnection()) {
+            return detect(c);
+        } catch (SQLException e) {
+            throw new StoreUnavailableException(
+                    store, "could not open a connection to detect the database (" + e.getMessage() + ")", e);
+        }
+    }
+
+    static Dialect detect(Connection c) throws SQLException {
+        String product = c.getMetaData().getDatabaseProductName();
+        String version = c.getMetaData().getDatabaseProductVersion();
+        String p = product.toLowerCase(Locale.ROOT);
+        if (p.contains("postgres")) {
+            return Dialect.POSTGRESQL;
+        }
+        if (p.contains("mariadb")
+                || (p.contains("mysql") && version.toLowerCase(Locale.ROOT).contains("mariadb"))) {
+            return Dialect.MARIADB;
+        }
+        if (p.contains("mysql")) {
+            return Dialect.MYSQL;
+        }
+        if (p.equals("h2")) {
+            return Dialect.H2;
+        }
+        throw new ConfigurationException(
+                "database '" + product + "' is not supported: Idem's JDBC stores run on"
+                        + " PostgreSQL, MariaDB, MySQL and H2; if this database speaks one of their dialects, set .dialect(...)");
+    }
+
+    private static final Pattern IDENTIFIER =
+            Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}(\\.[A-Za-z_][A-Za-z0-9_]{0,62})?");
+
+    /**
+     * Checks a business table or column name from configuration: letters, digits and underscores, optionally
+     * qualified by a schema, so that no SQL can be injected through it.
+     */
+    static String identifier(String what, String name) {
+        if (name == null || !IDENTIFIER.matcher(name).matches()) {
+            throw new ConfigurationException(what + " '" + name + "' is not a valid SQL identifier: use letters,"
+                    + " digits and underscores (optionally schema.name), at most 63 characters each");
+        }
+        return name;
+    }
+
+    /** The DDL statements for {@code table}, from the shipped resource. */
+    static List<String> ddl(Dialect dialect, String table) {
+        String text;
+        try (InputStream in = Schema.class.getResourceAsStream(ddlResource(dialect))) {
+            if (in == null) {
+                throw new IllegalStateException("missing resource " + ddlResource(dialect));
+            }
+            text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        List<String> statements = new ArrayList<>();
+        for (String part : text.replaceAll("(?m)--.*$", "").split(";")) {
+            String sql = part.strip();
+            if (!sql.isEmpty()) {
+                statements.add(sql.replaceAll("\\b" + DEFAULT_TABLE, table));
+            }
+        }
+        return statements;
+    }
+
+    /** Creates the table, its index and (where lease mode needs one) its sequence, unless they exist. */
+    static void create(DataSource dataSource, Dialect dialect, String table, String store) {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement()) {
+            for (String sql : ddl(dialect, table)) {
+                if (dialect == Dialect.MYSQL && sql.toUpperCase(Locale.ROOT).startsWith("CREATE SEQUENCE")) {
+                    continue;
+                }
+                s.execute(sql);
+            }
+            if (!c.getAutoCommit()) {
+                c.commit();
+            }
+        } catch (SQLException e) {
+            throw new StoreUnavailableException(store, "creating table " + table + " failed: " + e.getMessage(), e);
+        }
+    }
+}

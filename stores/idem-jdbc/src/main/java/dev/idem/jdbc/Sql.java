@@ -1,0 +1,485 @@
+package dev.idem.jdbc;
+
+import dev.idem.jdbc.JdbcStore.Dialect;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.sql.Types;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Every statement both modes run, for one dialect and one table. The table name was validated against {@link
+ * Schema#TABLE_NAME}; every value goes through a bind parameter. Thread-safe (no state beyond final strings).
+ */
+final class Sql {
+    static final String PROCESSING = "PROCESSING";
+    static final String DONE = "DONE";
+
+    /** Rows per multi-row statement: keeps bind parameters far below every driver's limit. */
+    private static final int CHUNK = 500;
+
+    private static final String COLUMNS =
+            "id, state, owner_token, fencing_token, expires_at, completed_at, fingerprint, result_data";
+    private static final String READ_COLUMNS =
+            "state, owner_token, fencing_token, expires_at, completed_at, fingerprint, result_data";
+
+    /** Orders ids as the databases do (UTF-8 bytes, binary collation), so that locks are taken in one order. */
+    static final Comparator<String> ID_ORDER =
+            (a, b) -> Arrays.compareUnsigned(a.getBytes(StandardCharsets.UTF_8), b.getBytes(StandardCharsets.UTF_8));
+
+    final Dialect dialect;
+    final String table;
+    private final String sequence;
+    private final String selectRow;
+    private final String conflictFreeInsertPrefix;
+    private final String conflictFreeInsertSuffix;
+
+    Sql(Dialect dialect, String table) {
+        this.dialect = dialect;
+        this.table = table;
+        this.sequence = table + "_fencing";
+        this.selectRow = "SELECT " + READ_COLUMNS + " FROM " + table + " WHERE id = ?";
+        this.conflictFreeInsertPrefix = switch (dialect) {
+            case MARIADB, MYSQL -> "INSERT IGNORE INTO ";
+            case POSTGRESQL, H2 -> "INSERT INTO ";
+        };
+        this.conflictFreeInsertSuffix = dialect == Dialect.POSTGRESQL ? " ON CONFLICT DO NOTHING" : "";
+    }
+
+    boolean mysqlFamily() {
+        return dialect == Dialect.MARIADB || dialect == Dialect.MYSQL;
+    }
+
+    // ---------------------------------------------------------------- clock
+
+    long databaseNowMillis(Connection c) throws SQLException {
+        String query = switch (dialect) {
+            case POSTGRESQL -> "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
+            case MARIADB, MYSQL -> "SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)";
+            case H2 -> "SELECT CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
+        };
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(query)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    // ---------------------------------------------------------------- reads
+
+    @Nullable
+    Row select(Connection c, String id, Lock lock) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(selectRow + lockClause(lock))) {
+            ps.setString(1, id);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() ? read(rs, 1) : null;
+            }
+        }
+    }
+
+    /** The rows of {@code sortedIds} that exist, read (and locked, with {@code lock}) in id order. */
+    Map<String, Row> selectMany(Connection c, List<String> sortedIds, Lock lock) throws SQLException {
+        Map<String, Row> rows = new HashMap<>();
+        for (List<String> chunk : chunks(sortedIds)) {
+            String sql = "SELECT id, " + READ_COLUMNS + " FROM " + table + " WHERE id IN (" + marks(chunk.size())
+                    + ") ORDER BY id" + lockClause(lock);
+            try (PreparedStatement ps = c.prepareStatement(sql)) {
+                for (int i = 0; i < chunk.size(); i++) {
+                    ps.setString(i + 1, chunk.get(i));
+                }
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        rows.put(readId(rs), read(rs, 2));
+                    }
+                }
+            }
+        }
+        return rows;
+    }
+
+    /** How a read locks the rows it finds. */
+    enum Lock {
+        NONE,
+        /** Sees the latest committed row whatever the isolation level (MySQL's snapshot reads do not). */
+        SHARED,
+        EXCLUSIVE
+    }
+
+    private String lockClause(Lock lock) {
+        return switch (lock) {
+            case NONE -> "";
+            case EXCLUSIVE -> " FOR UPDATE";
+            case SHARED -> mysqlFamily() ? " LOCK IN SHARE MODE" : "";
+        };
+    }
+
+    private String readId(ResultSet rs) throws SQLException {
+        // MySQL keeps ids as VARBINARY (binary comparison, no pad-space collation): decode the UTF-8 bytes.
+        return mysqlFamily() ? new String(rs.getBytes(1), StandardCharsets.UTF_8) : rs.getString(1);
+    }
+
+    private static Row read(ResultSet rs, int first) throws SQLException {
+        String state = rs.getString(first);
+        String owner = rs.getString(first + 1);
+        long token = rs.getLong(first + 2);
+        long expiresAt = rs.getLong(first + 3);
+        long completedAt = rs.getLong(first + 4);
+        Long completed = rs.wasNull() ? null : completedAt;
+        String fingerprint = rs.getString(first + 5);
+        byte[] result = rs.getBytes(first + 6);
+        return new Row(state, owner, token, expiresAt, completed, fingerprint, result);
+    }
+
+    // ---------------------------------------------------------------- lease mode
+
+    /** A fresh fencing token from the table's sequence (global, so monotonic in every namespace). */
+    long nextToken(Connection c) throws SQLException {
+        String query = switch (dialect) {
+            case POSTGRESQL -> "SELECT nextval('" + sequence + "')";
+            case MARIADB -> "SELECT NEXTVAL(" + sequence + ")";
+            case H2 -> "SELECT NEXT VALUE FOR " + sequence;
+            case MYSQL -> throw new IllegalStateException("lease mode is refused on MySQL at build time");
+        };
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(query)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    /** A new claim to insert. */
+    record NewClaim(
+            String id,
+            String owner,
+            long leaseUntil,
+            @Nullable String fingerprint) {}
+
+    /**
+     * Inserts the claims whose id is free, in the given (sorted) order, each with a fresh fencing token; a taken id
+     * is skipped without error. Returns the tokens of the inserted ids.
+     */
+    Map<String, Long> insertClaims(Connection c, List<NewClaim> claims) throws SQLException {
+        Map<String, Long> tokens = new HashMap<>();
+        if (dialect == Dialect.H2) {
+            for (NewClaim claim : claims) {
+                long token = nextToken(c);
+                if (insertH2(
+                        c,
+                        claim.id(),
+                        PROCESSING,
+                        claim.owner(),
+                        token,
+                        claim.leaseUntil(),
+                        null,
+                        claim.fingerprint(),
+                        0)) {
+                    tokens.put(claim.id(), token);
+                }
+            }
+            return tokens;
+        }
+        String tokenExpression =
+                dialect == Dialect.POSTGRESQL ? "nextval('" + sequence + "')" : "NEXTVAL(" + sequence + ")";
+        for (List<NewClaim> chunk : chunks(claims)) {
+            String sql = conflictFreeInsertPrefix + table + " (" + COLUMNS + ") VALUES "
+                    + String.join(
+                            ", ",
+                            Collections.nCopies(
+                                    chunk.size(),
+                                    "(?, '" + PROCESSING + "', ?, " + tokenExpression + ", ?, NULL, ?, NULL)"))
+                    + conflictFreeInsertSuffix + " RETURNING id, fencing_token";
+            try (PreparedStatement ps = c.prepareStatement(sql)) {
+                int p = 1;
+                for (NewClaim claim : chunk) {
+                    ps.setString(p++, claim.id());
+                    ps.setString(p++, claim.owner());
+                    ps.setLong(p++, claim.leaseUntil());
+                    setNullableString(ps, p++, claim.fingerprint());
+                }
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        tokens.put(readId(rs), rs.getLong(2));
+                    }
+                }
+            }
+        }
+        return tokens;
+    }
+
+    /** Rewrites a row the caller holds locked as a fresh claim. */
+    record Reclaim(
+            String id,
+            String owner,
+            long token,
+            long leaseUntil,
+            @Nullable String fingerprint) {}
+
+    void reclaim(Connection c, List<Reclaim> reclaims) throws SQLException {
+        if (reclaims.isEmpty()) {
+            return;
+        }
+        String sql = "UPDATE " + table + " SET state = '" + PROCESSING + "', owner_token = ?, fencing_token = ?,"
+                + " expires_at = ?, completed_at = NULL, fingerprint = ?, result_data = NULL WHERE id = ?";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            for (Reclaim r : reclaims) {
+                ps.setString(1, r.owner());
+                ps.setLong(2, r.token());
+                ps.setLong(3, r.leaseUntil());
+                setNullableString(ps, 4, r.fingerprint());
+                ps.setString(5, r.id());
+                if (reclaims.size() == 1) {
+                    ps.executeUpdate();
+                } else {
+                    ps.addBatch();
+                }
+            }
+            if (reclaims.size() > 1) {
+                ps.executeBatch();
+            }
+        }
+    }
+
+    int complete(Connection c, String id, String owner, long now, long expiresAt, byte @Nullable [] result)
+            throws SQLException {
+        String sql = "UPDATE " + table + " SET state = '" + DONE + "', expires_at = ?, completed_at = ?,"
+                + " result_data = ? WHERE id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setLong(1, expiresAt);
+            ps.setLong(2, now);
+            setNullableBytes(ps, 3, result);
+            ps.setString(4, id);
+            ps.setString(5, owner);
+            return ps.executeUpdate();
+        }
+    }
+
+    int release(Connection c, String id, String owner) throws SQLException {
+        String sql = "DELETE FROM " + table + " WHERE id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, id);
+            ps.setString(2, owner);
+            return ps.executeUpdate();
+        }
+    }
+
+    int extend(Connection c, String id, String owner, long leaseUntil) throws SQLException {
+        String sql = "UPDATE " + table + " SET expires_at = ? WHERE id = ? AND state = '" + PROCESSING
+                + "' AND owner_token = ?";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setLong(1, leaseUntil);
+            ps.setString(2, id);
+            ps.setString(3, owner);
+            return ps.executeUpdate();
+        }
+    }
+
+    // ---------------------------------------------------------------- transactional mode
+
+    /**
+     * Inserts DONE marks for the ids that are free, in the given (sorted) order, all owned by {@code owner}; a
+     * taken id is skipped without error, and an uncommitted mark of another transaction makes this wait for it.
+     * Returns the inserted ids. Never raises a unique violation on PostgreSQL or MySQL.
+     */
+    Set<String> insertMarks(
+            Connection c,
+            List<String> sortedIds,
+            Map<String, @Nullable String> fingerprints,
+            String owner,
+            long now,
+            long expiresAt,
+            int lockWaitSeconds)
+            throws SQLException {
+        Set<String> inserted = new HashSet<>();
+        if (dialect == Dialect.H2) {
+            for (String id : sortedIds) {
+                if (insertH2(c, id, DONE, owner, 0, expiresAt, now, fingerprints.get(id), lockWaitSeconds)) {
+                    inserted.add(id);
+                }
+            }
+            return inserted;
+        }
+        boolean returning = dialect != Dialect.MYSQL;
+        for (List<String> chunk : chunks(sortedIds)) {
+            String sql = conflictFreeInsertPrefix + table + " (" + COLUMNS + ") VALUES "
+                    + String.join(", ", Collections.nCopies(chunk.size(), "(?, '" + DONE + "', ?, 0, ?, ?, ?, NULL)"))
+                    + conflictFreeInsertSuffix + (returning && chunk.size() > 1 ? " RETURNING id" : "");
+            try (PreparedStatement ps = c.prepareStatement(sql)) {
+                ps.setQueryTimeout(lockWaitSeconds);
+                int p = 1;
+                for (String id : chunk) {
+                    ps.setString(p++, id);
+                    ps.setString(p++, owner);
+                    ps.setLong(p++, expiresAt);
+                    ps.setLong(p++, now);
+                    setNullableString(ps, p++, fingerprints.get(id));
+                }
+                if (chunk.size() == 1) {
+                    if (ps.executeUpdate() == 1) {
+                        inserted.add(chunk.get(0));
+                    }
+                } else if (returning) {
+                    try (ResultSet rs = ps.executeQuery()) {
+                        while (rs.next()) {
+                            inserted.add(readId(rs));
+                        }
+                    }
+                } else if (ps.executeUpdate() > 0) {
+                    inserted.addAll(idsOwnedBy(c, chunk, owner));
+                }
+            }
+        }
+        return inserted;
+    }
+
+    /** MySQL has no RETURNING: the rows of a batch that carry this batch's owner token are the inserted ones. */
+    private List<String> idsOwnedBy(Connection c, List<String> ids, String owner) throws SQLException {
+        String sql = "SELECT id FROM " + table + " WHERE owner_token = ? AND id IN (" + marks(ids.size()) + ")";
+        List<String> owned = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, owner);
+            for (int i = 0; i < ids.size(); i++) {
+                ps.setString(i + 2, ids.get(i));
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    owned.add(readId(rs));
+                }
+            }
+        }
+        return owned;
+    }
+
+    /** Replaces an expired row (of any state) with this transaction's DONE mark. True when it did. */
+    boolean replaceExpired(
+            Connection c, String id, String owner, long now, long expiresAt, @Nullable String fingerprint)
+            throws SQLException {
+        String sql = "UPDATE " + table + " SET state = '" + DONE + "', owner_token = ?, fencing_token = 0,"
+                + " expires_at = ?, completed_at = ?, fingerprint = ?, result_data = NULL WHERE id = ? AND expires_at <= ?";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setString(1, owner);
+            ps.setLong(2, expiresAt);
+            ps.setLong(3, now);
+            setNullableString(ps, 4, fingerprint);
+            ps.setString(5, id);
+            ps.setLong(6, now);
+            return ps.executeUpdate() == 1;
+        }
+    }
+
+    void storeResult(Connection c, String id, String owner, byte[] result) throws SQLException {
+        try (PreparedStatement ps =
+                c.prepareStatement("UPDATE " + table + " SET result_data = ? WHERE id = ? AND owner_token = ?")) {
+            ps.setBytes(1, result);
+            ps.setString(2, id);
+            ps.setString(3, owner);
+            ps.executeUpdate();
+        }
+    }
+
+    void deleteMark(Connection c, String id, String owner) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + table + " WHERE id = ? AND owner_token = ?")) {
+            ps.setString(1, id);
+            ps.setString(2, owner);
+            ps.executeUpdate();
+        }
+    }
+
+    // ---------------------------------------------------------------- purge
+
+    /** Deletes up to {@code limit} DONE rows whose retention ended at or before {@code now}. */
+    int purgeBatch(Connection c, long now, int limit) throws SQLException {
+        String expired = "state = '" + DONE + "' AND expires_at <= ?";
+        String sql = switch (dialect) {
+            case POSTGRESQL ->
+                "DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table + " WHERE " + expired
+                        + " ORDER BY expires_at LIMIT ? FOR UPDATE SKIP LOCKED)";
+            case MARIADB, MYSQL -> "DELETE FROM " + table + " WHERE " + expired + " ORDER BY expires_at LIMIT ?";
+            case H2 -> "DELETE FROM " + table + " WHERE " + expired + " FETCH FIRST ? ROWS ONLY";
+        };
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setLong(1, now);
+            ps.setInt(2, limit);
+            return ps.executeUpdate();
+        }
+    }
+
+    // ---------------------------------------------------------------- helpers
+
+    /**
+     * H2 has no conflict-ignoring insert outside its compatibility modes. A plain insert waits for an uncommitted
+     * row with the same key, and a unique violation does not abort an H2 transaction, so it is caught here.
+     */
+    private boolean insertH2(
+            Connection c,
+            String id,
+            String state,
+            String owner,
+            long token,
+            long expiresAt,
+            @Nullable Long completedAt,
+            @Nullable String fingerprint,
+            int lockWaitSeconds)
+            throws SQLException {
+        String sql = "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, NULL)";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            ps.setQueryTimeout(lockWaitSeconds);
+            ps.setString(1, id);
+            ps.setString(2, state);
+            ps.setString(3, owner);
+            ps.setLong(4, token);
+            ps.setLong(5, expiresAt);
+            if (completedAt == null) {
+                ps.setNull(6, Types.BIGINT);
+            } else {
+                ps.setLong(6, completedAt);
+            }
+            setNullableString(ps, 7, fingerprint);
+            return ps.executeUpdate() == 1;
+        } catch (SQLException e) {
+            if ("23505".equals(e.getSQLState())) {
+                return false;
+            }
+            throw e;
+        }
+    }
+
+    private static void setNullableString(PreparedStatement ps, int index, @Nullable String value) throws SQLException {
+        if (value == null) {
+            ps.setNull(index, Types.VARCHAR);
+        } else {
+            ps.setString(index, value);
+        }
+    }
+
+    private static void setNullableBytes(PreparedStatement ps, int index, byte @Nullable [] value) throws SQLException {
+        if (value == null) {
+            ps.setNull(index, Types.VARBINARY);
+        } else {
+            ps.setBytes(index, value);
+        }
+    }
+
+    private static String marks(int n) {
+        return String.join(", ", Collections.nCopies(n, "?"));
+    }
+
+    private static <T> List<List<T>> chunks(List<T> all) {
+        List<List<T>> chunks = new ArrayList<>();
+        for (int i = 0; i < all.size(); i += CHUNK) {
+            chunks.add(all.subList(i, Math.min(all.size(), i + CHUNK)));
+        }
+        return chunks;
+    }
+}

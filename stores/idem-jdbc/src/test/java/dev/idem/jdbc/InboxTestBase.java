@@ -1,0 +1,658 @@
+package dev.idem.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.idem.ConfigurationException;
+import dev.idem.Fingerprint;
+import dev.idem.IdempotencyKey;
+import dev.idem.Outcome;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.testkit.MutableClock;
+import dev.idem.testkit.TestDatabase;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Transactional mode, purge and builder checks on one database; a subclass per database says which. The business
+ * is deliberately not idempotent: {@code balance = balance - amount} plus a ledger row without a unique key.
+ */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class InboxTestBase {
+    static final long INITIAL_BALANCE = 1_000_000_000L;
+    static final int ACCOUNTS = 100;
+
+    protected TestDatabase db;
+    protected final MutableClock clock = MutableClock.atNow();
+    protected String namespace;
+
+    protected abstract TestDatabase open();
+
+    @BeforeAll
+    void createTables() {
+        db = open();
+        JdbcStore.builder(db.dataSource()).createTableIfMissing(true).build();
+        db.execute("CREATE TABLE accounts (id INT NOT NULL PRIMARY KEY, balance BIGINT NOT NULL)");
+        db.execute(
+                "CREATE TABLE ledger (payment_id VARCHAR(64) NOT NULL, account_id INT NOT NULL, amount BIGINT NOT NULL)");
+        db.execute("CREATE TABLE audit (note VARCHAR(64) NOT NULL)");
+    }
+
+    @AfterAll
+    void dropDatabase() {
+        if (db != null) {
+            db.close();
+        }
+    }
+
+    @BeforeEach
+    void resetBusiness() {
+        namespace = "n" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+        db.execute("DELETE FROM ledger");
+        db.execute("DELETE FROM audit");
+        db.execute("DELETE FROM accounts");
+        StringBuilder values = new StringBuilder();
+        for (int a = 0; a < ACCOUNTS; a++) {
+            values.append(a == 0 ? "" : ", ")
+                    .append("(")
+                    .append(a)
+                    .append(", ")
+                    .append(INITIAL_BALANCE)
+                    .append(")");
+        }
+        db.execute("INSERT INTO accounts VALUES " + values);
+    }
+
+    protected JdbcInbox.Builder inboxBuilder() {
+        return JdbcInbox.builder(db.dataSource()).namespace(namespace).clock(clock);
+    }
+
+    protected JdbcInbox inbox() {
+        return inboxBuilder().build();
+    }
+
+    /** The non-idempotent business update of payment {@code id}. */
+    static TransactionalHandler pay(String paymentId, int account, long amount) {
+        return c -> {
+            try (PreparedStatement debit =
+                            c.prepareStatement("UPDATE accounts SET balance = balance - ? WHERE id = ?");
+                    PreparedStatement ledger = c.prepareStatement("INSERT INTO ledger VALUES (?, ?, ?)")) {
+                debit.setLong(1, amount);
+                debit.setInt(2, account);
+                debit.executeUpdate();
+                ledger.setString(1, paymentId);
+                ledger.setInt(2, account);
+                ledger.setLong(3, amount);
+                ledger.executeUpdate();
+            }
+            return Outcome.processed();
+        };
+    }
+
+    protected long balance(int account) throws SQLException {
+        return queryLong("SELECT balance FROM accounts WHERE id = " + account);
+    }
+
+    protected long ledgerRows(String paymentId) throws SQLException {
+        return queryLong("SELECT COUNT(*) FROM ledger WHERE payment_id = '" + paymentId + "'");
+    }
+
+    protected long marks() throws SQLException {
+        return queryLong("SELECT COUNT(*) FROM idem_keys WHERE id LIKE '" + namespace + ":%'");
+    }
+
+    protected long queryLong(String query) throws SQLException {
+        try (Connection c = db.connection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(query)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    // ---------------------------------------------------------------- the big one
+
+    @Test
+    @Timeout(300)
+    void tenThousandPayments_withTwentyPercentDuplicates_onEightThreads_applyEachExactlyOnce() throws Exception {
+        int payments = 10_000;
+        Random random = new Random(11);
+        long[] amounts = new long[payments];
+        List<Integer> deliveries = new ArrayList<>();
+        for (int p = 0; p < payments; p++) {
+            amounts[p] = 1 + random.nextInt(500);
+            deliveries.add(p);
+        }
+        Collections.shuffle(deliveries, random);
+        List<Integer> withCopies = new ArrayList<>(deliveries.size() + payments / 5);
+        List<Integer> lateCopies = new ArrayList<>();
+        for (int p : deliveries) {
+            withCopies.add(p);
+            int roll = random.nextInt(20);
+            if (roll < 1) {
+                withCopies.add(p); // delivered right behind the first: often handled concurrently with it
+            } else if (roll < 4) {
+                lateCopies.add(p);
+            }
+        }
+        for (int p : lateCopies) {
+            withCopies.add(withCopies.size() / 2 + random.nextInt(withCopies.size() / 2), p);
+        }
+        JdbcInbox inbox = inbox();
+        ConcurrentHashMap<Outcome.Type, AtomicInteger> counts = new ConcurrentHashMap<>();
+        AtomicInteger next = new AtomicInteger();
+        ExecutorService pool = Executors.newFixedThreadPool(8);
+        try {
+            List<Future<?>> workers = new ArrayList<>();
+            for (int t = 0; t < 8; t++) {
+                workers.add(pool.submit(() -> {
+                    for (int i = next.getAndIncrement(); i < withCopies.size(); i = next.getAndIncrement()) {
+                        int p = withCopies.get(i);
+                        String id = "pay-" + p;
+                        Outcome outcome;
+                        do {
+                            outcome = inbox.handle(
+                                    id, Fingerprint.of(id + ":" + amounts[p]), pay(id, p % ACCOUNTS, amounts[p]));
+                            counts.computeIfAbsent(outcome.type(), x -> new AtomicInteger())
+                                    .incrementAndGet();
+                        } while (!outcome.isFinal());
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> w : workers) {
+                w.get(280, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+
+        assertThat(counts.get(Outcome.Type.PROCESSED)).hasValue(payments);
+        assertThat(counts.get(Outcome.Type.DUPLICATE)).hasValue(withCopies.size() - payments);
+        assertThat(withCopies.size() - payments).isGreaterThan(payments / 6);
+        long[] expected = new long[ACCOUNTS];
+        for (int p = 0; p < payments; p++) {
+            expected[p % ACCOUNTS] += amounts[p];
+        }
+        for (int a = 0; a < ACCOUNTS; a++) {
+            assertThat(balance(a)).as("balance of account %d", a).isEqualTo(INITIAL_BALANCE - expected[a]);
+        }
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isEqualTo(payments);
+        assertThat(queryLong("SELECT COUNT(DISTINCT payment_id) FROM ledger")).isEqualTo(payments);
+    }
+
+    // ---------------------------------------------------------------- one key
+
+    @Test
+    void firstDelivery_isProcessed_andItsCopy_isDuplicate_withStoredResult() throws SQLException {
+        JdbcInbox inbox = inbox();
+        TransactionalHandler handler = c -> {
+            pay("p1", 1, 10).handle(c);
+            return Outcome.processed("receipt".getBytes());
+        };
+
+        Outcome first = inbox.handle("p1", "fp", handler);
+        Outcome second = inbox.handle("p1", "fp", handler);
+
+        assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(second.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(second.result()).hasValue("receipt".getBytes());
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    @Test
+    void sameKey_withOtherFingerprint_isRejected_andNotApplied() throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle("p1", Fingerprint.of("amount=10"), pay("p1", 1, 10));
+
+        Outcome reused = inbox.handle("p1", Fingerprint.of("amount=99"), pay("p1", 1, 99));
+
+        assertThat(reused.type()).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(reused.reason()).contains("different payload");
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+    }
+
+    @Test
+    void handlerThrowing_afterItsWrites_rollsBackWritesAndMark_andTheRedeliveryRuns() throws SQLException {
+        JdbcInbox inbox = inbox();
+
+        Outcome failed = inbox.handle("p1", null, c -> {
+            pay("p1", 1, 10).handle(c);
+            throw new IllegalStateException("payment gateway said no");
+        });
+        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+
+        assertThat(failed.type()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(failed.reason()).contains("payment gateway said no");
+        assertThat(redelivered.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    @Test
+    void handlerSqlFailing_rollsBackEverything_andTheRedeliveryRuns() throws SQLException {
+        JdbcInbox inbox = inbox();
+
+        Outcome failed = inbox.handle("p1", null, c -> {
+            pay("p1", 1, 10).handle(c);
+            try (Statement s = c.createStatement()) {
+                s.executeUpdate("INSERT INTO no_such_table VALUES (1)");
+            }
+            return Outcome.processed();
+        });
+        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+
+        assertThat(failed.type()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(redelivered.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    @Test
+    void outOfOrderOutcome_rollsBackTheHandlersWrites_andLeavesNoMark() throws SQLException {
+        JdbcInbox inbox = inbox();
+
+        Outcome early = inbox.handle("p1", null, c -> {
+            pay("p1", 1, 10).handle(c);
+            return Outcome.outOfOrder("order not created yet");
+        });
+
+        assertThat(early.type()).isEqualTo(Outcome.Type.OUT_OF_ORDER);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE);
+        assertThat(marks()).isZero();
+    }
+
+    @Test
+    void invalidKey_isRejected_withoutRunningTheHandler() {
+        Outcome outcome = inbox().handle(" ", null, c -> {
+            throw new AssertionError("must not run");
+        });
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.REJECTED);
+    }
+
+    @Test
+    void copyAfterRetention_runsAgain() throws SQLException {
+        JdbcInbox inbox = inboxBuilder().retention(Duration.ofHours(1)).build();
+        inbox.handle("p1", null, pay("p1", 1, 10));
+        clock.advance(Duration.ofHours(1).plusMillis(1));
+
+        Outcome late = inbox.handle("p1", null, pay("p1", 1, 10));
+
+        assertThat(late.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(ledgerRows("p1")).isEqualTo(2);
+    }
+
+    // ---------------------------------------------------------------- concurrent copies
+
+    @Test
+    @Timeout(60)
+    void copy_whileFirstIsUncommitted_waitsForIt_andIsDuplicate_afterItCommits() throws Exception {
+        JdbcInbox inbox = inbox();
+        CountDownLatch firstWrote = new CountDownLatch(1);
+        CountDownLatch letFirstCommit = new CountDownLatch(1);
+        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
+            pay("p1", 1, 10).handle(c);
+            firstWrote.countDown();
+            letFirstCommit.await();
+            return Outcome.processed();
+        }));
+        firstWrote.await();
+
+        CompletableFuture<Outcome> copy =
+                CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, pay("p1", 1, 10)));
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !copy.isDone());
+        letFirstCommit.countDown();
+
+        assertThat(first.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(copy.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    @Test
+    @Timeout(60)
+    void copy_whileFirstIsUncommitted_runs_afterTheFirstRollsBack() throws Exception {
+        JdbcInbox inbox = inbox();
+        CountDownLatch firstWrote = new CountDownLatch(1);
+        CountDownLatch letFirstEnd = new CountDownLatch(1);
+        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
+            pay("p1", 1, 10).handle(c);
+            firstWrote.countDown();
+            letFirstEnd.await();
+            throw new IllegalStateException("first copy fails");
+        }));
+        firstWrote.await();
+
+        CompletableFuture<Outcome> copy =
+                CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, pay("p1", 1, 10)));
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !copy.isDone());
+        letFirstEnd.countDown();
+
+        assertThat(first.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(copy.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    @Test
+    @Timeout(60)
+    void copy_whileFirstHoldsTheKeyLongerThanLockWait_isInProgress() throws Exception {
+        JdbcInbox inbox = inboxBuilder().lockWait(Duration.ofSeconds(1)).build();
+        CountDownLatch firstWrote = new CountDownLatch(1);
+        CountDownLatch letFirstCommit = new CountDownLatch(1);
+        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
+            pay("p1", 1, 10).handle(c);
+            firstWrote.countDown();
+            letFirstCommit.await();
+            return Outcome.processed();
+        }));
+        firstWrote.await();
+
+        Outcome copy = inbox.handle("p1", null, pay("p1", 1, 10));
+        letFirstCommit.countDown();
+
+        assertThat(copy.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
+        assertThat(first.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle("p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    // ---------------------------------------------------------------- the caller's transaction
+
+    @Test
+    void joinedTransaction_leavesCommitToTheCaller_andCallerRollback_removesTheMark() throws SQLException {
+        JdbcInbox inbox = inbox();
+        try (Connection tx = db.connection()) {
+            tx.setAutoCommit(false);
+            Outcome outcome = inbox.handle(tx, "p1", null, pay("p1", 1, 10));
+            assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(marks()).as("not committed yet").isZero();
+            tx.rollback();
+        }
+        assertThat(marks()).isZero();
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE);
+
+        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+
+        assertThat(redelivered.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    @Test
+    void joinedTransaction_committedByTheCaller_makesTheCopyADuplicate() throws SQLException {
+        JdbcInbox inbox = inbox();
+        try (Connection tx = db.connection()) {
+            tx.setAutoCommit(false);
+            inbox.handle(tx, "p1", null, pay("p1", 1, 10));
+            tx.commit();
+        }
+
+        assertThat(inbox.handle("p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+    }
+
+    @Test
+    void joinedTransaction_duplicateAndFailedHandler_undoOnlyTheirOwnWork_andTheCallerCommitsTheRest()
+            throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle("p1", null, pay("p1", 1, 10));
+        try (Connection tx = db.connection()) {
+            tx.setAutoCommit(false);
+            insertAudit(tx, "before");
+            Outcome duplicate = inbox.handle(tx, "p1", null, pay("p1", 1, 10));
+            Outcome failed = inbox.handle(tx, "p2", null, c -> {
+                pay("p2", 2, 20).handle(c);
+                throw new IllegalStateException("boom");
+            });
+            Outcome applied = inbox.handle(tx, "p3", null, pay("p3", 3, 30));
+            insertAudit(tx, "after");
+            tx.commit();
+
+            assertThat(duplicate.type()).isEqualTo(Outcome.Type.DUPLICATE);
+            assertThat(failed.type()).isEqualTo(Outcome.Type.FAILED);
+            assertThat(applied.type()).isEqualTo(Outcome.Type.PROCESSED);
+        }
+        assertThat(queryLong("SELECT COUNT(*) FROM audit")).isEqualTo(2);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(balance(2)).isEqualTo(INITIAL_BALANCE);
+        assertThat(balance(3)).isEqualTo(INITIAL_BALANCE - 30);
+        assertThat(marks()).isEqualTo(2);
+    }
+
+    @Test
+    void joinedTransaction_inAutoCommitMode_isRefused() throws SQLException {
+        try (Connection c = db.connection()) {
+            c.setAutoCommit(true);
+            assertThatThrownBy(() -> inbox().handle(c, "p1", null, pay("p1", 1, 10)))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("setAutoCommit(false)");
+        }
+    }
+
+    private static void insertAudit(Connection c, String note) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO audit VALUES (?)")) {
+            ps.setString(1, note);
+            ps.executeUpdate();
+        }
+    }
+
+    // ---------------------------------------------------------------- batches
+
+    @Test
+    void batch_skipsDuplicates_undoesTheFailedOneAlone_andAnswersInInputOrder() throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle("b", null, pay("b", 2, 20));
+
+        List<Outcome> outcomes = inbox.handleBatch(List.of(
+                new JdbcInbox.Delivery("c", null, pay("c", 3, 30)),
+                new JdbcInbox.Delivery("b", null, pay("b", 2, 20)),
+                new JdbcInbox.Delivery("a", null, c -> {
+                    pay("a", 1, 10).handle(c);
+                    throw new IllegalStateException("a fails");
+                }),
+                new JdbcInbox.Delivery("c", null, pay("c", 3, 30)),
+                new JdbcInbox.Delivery("d", "fp-1", pay("d", 4, 40)),
+                new JdbcInbox.Delivery("d", "fp-2", pay("d", 4, 40))));
+
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(
+                        Outcome.Type.PROCESSED,
+                        Outcome.Type.DUPLICATE,
+                        Outcome.Type.FAILED,
+                        Outcome.Type.DUPLICATE,
+                        Outcome.Type.PROCESSED,
+                        Outcome.Type.REJECTED);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE);
+        assertThat(balance(2)).isEqualTo(INITIAL_BALANCE - 20);
+        assertThat(balance(3)).isEqualTo(INITIAL_BALANCE - 30);
+        assertThat(balance(4)).isEqualTo(INITIAL_BALANCE - 40);
+        assertThat(inbox.handle("a", null, pay("a", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(ledgerRows("a")).isEqualTo(1);
+    }
+
+    @Test
+    @Timeout(120)
+    void concurrentOverlappingBatches_applyEachKeyOnce() throws Exception {
+        JdbcInbox inbox = inbox();
+        int threads = 4;
+        ExecutorService pool = Executors.newFixedThreadPool(threads);
+        try {
+            List<Future<?>> workers = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                int seed = t;
+                workers.add(pool.submit(() -> {
+                    Random random = new Random(seed);
+                    for (int round = 0; round < 10; round++) {
+                        List<Integer> keys = new ArrayList<>();
+                        for (int k = 0; k < 100; k++) {
+                            keys.add(k);
+                        }
+                        Collections.shuffle(keys, random);
+                        List<JdbcInbox.Delivery> batch = keys.subList(0, 50).stream()
+                                .map(k -> new JdbcInbox.Delivery("k" + k, null, pay("k" + k, k, k + 1)))
+                                .toList();
+                        inbox.handleBatch(batch);
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> w : workers) {
+                w.get(110, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        for (int k = 0; k < 100; k++) {
+            assertThat(ledgerRows("k" + k)).as("ledger rows of k%d", k).isLessThanOrEqualTo(1);
+            assertThat(balance(k)).isEqualTo(INITIAL_BALANCE - (k + 1) * ledgerRows("k" + k));
+        }
+        assertThat(marks()).isEqualTo(queryLong("SELECT COUNT(*) FROM ledger"));
+    }
+
+    // ---------------------------------------------------------------- purge
+
+    @Test
+    void purge_removesOnlyExpiredCompletions_inSmallBatches_andLeavesClaimsAlone() throws SQLException {
+        db.execute("DELETE FROM idem_keys");
+        JdbcStore store = JdbcStore.builder(db.dataSource())
+                .clock(clock)
+                .purgeBatchSize(2)
+                .build();
+        for (int i = 0; i < 5; i++) {
+            claimAndComplete(store, "old-" + i, Duration.ofHours(1));
+        }
+        claimAndComplete(store, "young", Duration.ofHours(10));
+        store.claim(new ClaimRequest(IdempotencyKey.of(namespace, "crashed"), "o", null, Duration.ofMinutes(1)));
+        store.claim(new ClaimRequest(IdempotencyKey.of(namespace, "running"), "o", null, Duration.ofHours(10)));
+        inbox().handle("inbox-old", null, pay("inbox-old", 1, 1));
+        clock.advance(Duration.ofDays(8));
+        inbox().handle("inbox-young", null, pay("inbox-young", 1, 1));
+        clock.advance(Duration.ofHours(-8 * 24).plusHours(2));
+
+        int purged = store.purgeExpired();
+
+        assertThat(purged).isEqualTo(5);
+        assertThat(queryLong("SELECT COUNT(*) FROM idem_keys")).isEqualTo(5);
+        clock.advance(Duration.ofDays(8));
+        assertThat(inboxBuilder().purgeBatchSize(1).build().purgeExpired())
+                .as("young and inbox-old")
+                .isEqualTo(2);
+        assertThat(queryLong("SELECT COUNT(*) FROM idem_keys WHERE state = 'PROCESSING'"))
+                .as("claims in progress, even expired ones, stay")
+                .isEqualTo(2);
+    }
+
+    @Test
+    @Timeout(30)
+    void scheduledPurge_removesExpiredCompletions() throws Exception {
+        db.execute("DELETE FROM idem_keys");
+        JdbcStore store = JdbcStore.builder(db.dataSource()).clock(clock).build();
+        claimAndComplete(store, "old", Duration.ofHours(1));
+        clock.advance(Duration.ofHours(2));
+        ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
+        try {
+            store.schedulePurge(scheduler, Duration.ofMillis(50));
+            await().atMost(Duration.ofSeconds(10)).until(() -> queryLong("SELECT COUNT(*) FROM idem_keys") == 0);
+        } finally {
+            scheduler.shutdownNow();
+        }
+    }
+
+    private void claimAndComplete(JdbcStore store, String key, Duration retention) {
+        IdempotencyKey k = IdempotencyKey.of(namespace, key);
+        store.claim(new ClaimRequest(k, "o", null, Duration.ofMinutes(1)));
+        store.complete(k, "o", null, retention);
+    }
+
+    // ---------------------------------------------------------------- configuration
+
+    @Test
+    void databaseClock_decidesLeaseDeadlines_whateverTheLocalClockSays() {
+        JdbcStore store = JdbcStore.builder(db.dataSource())
+                .clock(MutableClock.at(Instant.parse("2001-01-01T00:00:00Z")))
+                .useDatabaseClock(true)
+                .build();
+
+        var claimed = (ClaimResult.Claimed)
+                store.claim(new ClaimRequest(IdempotencyKey.of(namespace, "k"), "o", null, Duration.ofMinutes(1)));
+
+        assertThat(claimed.leaseUntil())
+                .isBetween(Instant.now().plusSeconds(50), Instant.now().plusSeconds(70));
+    }
+
+    @Test
+    void dialect_isDetectedFromTheConnection() {
+        String expected = switch (db.engine()) {
+            case POSTGRESQL -> "postgresql";
+            case MARIADB -> "mariadb";
+            case H2 -> "h2";
+        };
+        assertThat(JdbcStore.builder(db.dataSource()).build().describe()).startsWith(expected + " idem_keys");
+    }
+
+    @Test
+    void tableName_thatIsNotAPlainIdentifier_isRefused() {
+        assertThatThrownBy(() -> JdbcStore.builder(db.dataSource()).table("idem; DROP TABLE accounts"))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("not allowed");
+        assertThatThrownBy(() -> inboxBuilder().table("x".repeat(49))).isInstanceOf(ConfigurationException.class);
+    }
+
+    @Test
+    void missingTable_isAConfigurationError_namingTheDdl() {
+        JdbcStore store =
+                JdbcStore.builder(db.dataSource()).table("not_created").build();
+        JdbcInbox inbox = inboxBuilder().table("not_created").build();
+
+        assertThatThrownBy(() -> store.claim(
+                        new ClaimRequest(IdempotencyKey.of(namespace, "k"), "o", null, Duration.ofMinutes(1))))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("/dev/idem/jdbc/ddl/");
+        assertThatThrownBy(() -> inbox.handle("k", null, pay("k", 1, 1)))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("createTableIfMissing");
+    }
+
+    @Test
+    void createTableIfMissing_createsAWorkingTable_underAnotherName_andIsIdempotent() {
+        JdbcStore.builder(db.dataSource())
+                .table("other_keys")
+                .createTableIfMissing(true)
+                .build();
+        JdbcInbox inbox =
+                inboxBuilder().table("other_keys").createTableIfMissing(true).build();
+
+        assertThat(inbox.handle("k", null, c -> Outcome.processed()).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle("k", null, c -> Outcome.processed()).type()).isEqualTo(Outcome.Type.DUPLICATE);
+    }
+}

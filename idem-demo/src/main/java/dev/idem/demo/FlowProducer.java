@@ -1,5 +1,6 @@
 package dev.idem.demo;
 
+import dev.idem.kafka.KafkaProducers;
 import dev.idem.testkit.TcpProxy;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -184,8 +185,7 @@ final class FlowProducer {
         OrderEvent e = s.event();
         ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(
                 topic, s.partition(), Long.toString(e.orderId()).getBytes(StandardCharsets.UTF_8), e.encode());
-        r.headers().add("idem-key", e.key().getBytes(StandardCharsets.UTF_8));
-        return r;
+        return KafkaProducers.withKey(r, e.key());
     }
 
     private static void check(AtomicReference<Exception> error) throws Exception {

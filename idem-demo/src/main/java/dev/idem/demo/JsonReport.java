@@ -53,6 +53,7 @@ final class JsonReport {
             sb.append(", \"retries\": ").append(s.retries());
             sb.append(", \"crashes\": ").append(s.crashes());
             sb.append(", \"second_copies\": ").append(s.secondCopies());
+            sb.append(", \"dead_letters\": ").append(s.deadLetters());
             sb.append(", \"seconds\": ").append(dbl(s.seconds()));
             sb.append(", \"records_per_second\": ").append(dbl(s.throughput()));
             sb.append("}");

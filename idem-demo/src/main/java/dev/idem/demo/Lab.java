@@ -1,6 +1,7 @@
 package dev.idem.demo;
 
 import dev.idem.redis.RedisStore;
+import dev.idem.testkit.kafka.EmbeddedKafka;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
@@ -51,7 +52,7 @@ final class Lab {
             env.add(new LabResult.Entry(
                     "database",
                     db.product() + (options.jdbcUrl().isPresent() ? "" : " (embedded, file)") + " at " + db.url()));
-            EmbeddedBroker broker = null;
+            EmbeddedKafka broker = null;
             try {
                 String bootstrap;
                 String produceBootstrap;
@@ -62,7 +63,7 @@ final class Lab {
                     env.add(new LabResult.Entry("kafka", "external broker at " + bootstrap));
                 } else {
                     out.println("  starting an in-process Kafka broker ...");
-                    broker = EmbeddedBroker.start();
+                    broker = EmbeddedKafka.start(true, Map.of());
                     bootstrap = broker.bootstrapServers();
                     produceBootstrap = broker.proxiedBootstrapServers();
                     env.add(new LabResult.Entry(
@@ -87,7 +88,7 @@ final class Lab {
 
     private LabResult consume(
             LabDatabase db,
-            @Nullable EmbeddedBroker broker,
+            @Nullable EmbeddedKafka broker,
             String bootstrap,
             String produceBootstrap,
             @Nullable String redisUrl,
@@ -126,7 +127,7 @@ final class Lab {
     private LabResult runStrategies(
             LabDatabase db,
             Admin admin,
-            @Nullable EmbeddedBroker broker,
+            @Nullable EmbeddedKafka broker,
             String produceBootstrap,
             String bootstrap,
             String topic,
@@ -139,6 +140,11 @@ final class Lab {
                 OrderFlow.generate(options.orders(), options.partitions(), f.cancel(), f.reorder(), options.seed());
         List<String> prefixes = strategies.stream().map(Strategy::prefix).toList();
         db.createSchema(prefixes, true);
+        List<NewTopic> deadLetterTopics = new ArrayList<>();
+        for (Strategy s : strategies) {
+            deadLetterTopics.add(new NewTopic(StrategyRun.deadLetterTopic(topic, s), 1, (short) 1));
+        }
+        admin.createTopics(deadLetterTopics).all().get(30, TimeUnit.SECONDS);
         db.load(flow, prefixes);
 
         FlowProducer producer = new FlowProducer(produceBootstrap, broker == null ? null : broker.proxy(), topic);
@@ -195,7 +201,7 @@ final class Lab {
             long deadline = System.nanoTime() + CONSUME_DEADLINE.toNanos();
             List<java.util.concurrent.Future<?>> futures = new ArrayList<>();
             for (Strategy s : strategies) {
-                StrategyRun run = new StrategyRun(s, db, bootstrap, topic, end, faults, secondConsumer);
+                StrategyRun run = new StrategyRun(s, bootstrap, topic, end, faults, secondConsumer, admin);
                 runs.add(run);
                 futures.add(runners.submit(() -> run.run(deadline)));
             }
@@ -240,6 +246,9 @@ final class Lab {
                     run.retries.get(),
                     run.crashes.get(),
                     run.secondCopies.get(),
+                    endOffsets(admin, run.deadLetterTopic()).values().stream()
+                            .mapToLong(Long::longValue)
+                            .sum(),
                     inTopic,
                     run.elapsed().toNanos() / 1e9));
         }

@@ -85,7 +85,7 @@ final class LabDatabase implements AutoCloseable {
             s.execute("CREATE TABLE lab_expected (order_id BIGINT PRIMARY KEY, customer_id BIGINT NOT NULL,"
                     + " amount BIGINT NOT NULL, final_status VARCHAR(16) NOT NULL, paid INT NOT NULL)");
             for (String p : prefixes) {
-                for (String t : List.of("orders", "accounts", "ledger", "inbox", "dead_letters")) {
+                for (String t : List.of("orders", "accounts", "ledger", "inbox")) {
                     s.execute("DROP TABLE IF EXISTS " + p + "_" + t);
                 }
                 s.execute("CREATE TABLE " + p + "_orders (id BIGINT PRIMARY KEY, customer_id BIGINT NOT NULL,"
@@ -94,8 +94,6 @@ final class LabDatabase implements AutoCloseable {
                 s.execute("CREATE TABLE " + p + "_ledger (order_id BIGINT NOT NULL, customer_id BIGINT NOT NULL,"
                         + " amount BIGINT NOT NULL, message_key VARCHAR(64) NOT NULL)");
                 s.execute("CREATE INDEX " + p + "_ledger_order ON " + p + "_ledger (order_id)");
-                s.execute("CREATE TABLE " + p + "_dead_letters (message_key VARCHAR(64) NOT NULL,"
-                        + " reason VARCHAR(500) NOT NULL)");
                 if (withInbox) {
                     s.execute("CREATE TABLE " + p + "_inbox (message_key VARCHAR(64) PRIMARY KEY)");
                 }
@@ -158,17 +156,6 @@ final class LabDatabase implements AutoCloseable {
             }
         } catch (SQLException e) {
             return Outcome.failed("database unavailable: " + rootMessage(e), e);
-        }
-    }
-
-    /** Records a dead-lettered message in the strategy's table. */
-    void deadLetter(String prefix, String key, String reason) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-                PreparedStatement ps = c.prepareStatement(
-                        "INSERT INTO " + prefix + "_dead_letters (message_key, reason) VALUES (?, ?)")) {
-            ps.setString(1, key);
-            ps.setString(2, reason.length() > 500 ? reason.substring(0, 500) : reason);
-            ps.executeUpdate();
         }
     }
 

@@ -49,7 +49,8 @@ final class Strategies {
                 .table("lab_" + id + "_inbox")
                 .uniqueKey("message_key")
                 .build();
-        return new Base(id, "transactional dedup record (lab_inbox_inbox, same transaction as the effect)", true, db) {
+        return new Base(
+                id, "transactional dedup record: a row in lab_inbox_inbox, same transaction as the effect", true, db) {
             @Override
             public Outcome handle(Delivery d) {
                 return db.inTransaction(c -> {
@@ -69,7 +70,9 @@ final class Strategies {
     static Strategy lease(String id, String description, IdempotencyStore store, LabDatabase db) {
         Guard guard = Guard.builder(store)
                 .namespace("idem-lab-" + id)
-                .lease(Duration.ofSeconds(30))
+                // A consumer that dies holding a claim blocks its key until the lease ends; the watchdog extends
+                // the lease of a live handler, so a short one costs nothing but a quick takeover after a crash.
+                .lease(Duration.ofSeconds(5))
                 .retention(Duration.ofHours(1))
                 .build();
         return new Base(id, description, true, db) {

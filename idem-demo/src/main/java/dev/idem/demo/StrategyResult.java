@@ -12,6 +12,7 @@ import java.util.Map;
  * @param retries deliveries answered {@code IN_PROGRESS}, {@code OUT_OF_ORDER} or {@code FAILED}, retried later
  * @param crashes injected consumer crashes (each followed by a redelivery from the last committed offset)
  * @param secondCopies messages handed to a second consumer while, or as, the first handled them
+ * @param deadLetters records in the strategy's dead-letter topic
  * @param seconds wall time of its consumption (all strategies consume at once)
  */
 record StrategyResult(
@@ -26,6 +27,7 @@ record StrategyResult(
         long retries,
         long crashes,
         long secondCopies,
+        long deadLetters,
         long records,
         double seconds) {
 
@@ -55,10 +57,6 @@ record StrategyResult(
 
     long charges() {
         return sql.get("charges");
-    }
-
-    long deadLetters() {
-        return sql.get("dead_letters");
     }
 
     double throughput() {

@@ -3,11 +3,13 @@ package dev.idem.demo;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.demo.ConsumerFaults.Fault;
+import dev.idem.kafka.IdempotentKafkaConsumer;
+import dev.idem.kafka.KafkaProducers;
+import dev.idem.kafka.KeyExtractor;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -16,76 +18,91 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.ConsumerRecords;
-import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.jspecify.annotations.Nullable;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * Consumes the whole order topic for one strategy in its own consumer group, with manual offset commits, and
- * injects the consumer-side faults: a second copy handed to another consumer while the first is still being handled
- * (timeout) or at the same instant (concurrent), and crashes after the database commit and before the offset commit
- * (the consumer is closed without committing and a new one re-reads from the last committed offset).
+ * Consumes the whole order topic for one strategy, in its own consumer group, with Idem's {@link
+ * IdempotentKafkaConsumer} (manual commits, ordered retries with backoff, dead-letter topic), and injects the
+ * consumer-side faults around the strategy's handler:
  *
- * <p>{@code RETRY} outcomes pause the partition, seek back and retry after a backoff (order within a partition is
- * kept); after the bound, and for {@code REJECTED}, the message goes to the strategy's dead-letter table.
+ * <ul>
+ *   <li>timeout: the first consumer is slow; a second consumer gets the same message while the first is still
+ *       inside its effect (what Kafka does once {@code max.poll.interval.ms} has passed, without the seconds of a real
+ *       rebalance);
+ *   <li>concurrent: a second consumer gets the message at the same instant;
+ *   <li>crash: after the handler committed its database transaction the consumer dies (the handler throws an {@link
+ *       Error}, which stops the runner without committing the offset, like a killed process); a new consumer in the
+ *       group re-reads everything after the last committed offset.
+ * </ul>
  */
 final class StrategyRun {
     static final RetryPolicy RETRY = new RetryPolicy(Duration.ofMillis(10), 1.5, Duration.ofMillis(100), 300, 0.2);
     private static final Duration OVERLAP_WAIT = Duration.ofSeconds(2);
-    private static final org.slf4j.Logger LOG = org.slf4j.LoggerFactory.getLogger(StrategyRun.class);
+    private static final Logger LOG = LoggerFactory.getLogger(StrategyRun.class);
     private static final int LOGGED_RETRIES = 20;
 
     private final Strategy strategy;
-    private final LabDatabase db;
     private final String bootstrap;
     private final String topic;
+    private final String deadLetterTopic;
     private final Map<TopicPartition, Long> endOffsets;
     private final ConsumerFaults faults;
     private final ExecutorService secondConsumer;
+    private final Admin admin;
     private final Set<String> crashedOnce = ConcurrentHashMap.newKeySet();
     private final Set<String> copiedOnce = ConcurrentHashMap.newKeySet();
-    private final Map<TopicPartition, Long> committed = new ConcurrentHashMap<>();
+    private volatile Map<TopicPartition, Long> committed = Map.of();
 
     final AtomicLong deliveries = new AtomicLong();
     final AtomicLong processed = new AtomicLong();
     final AtomicLong duplicates = new AtomicLong();
     final AtomicLong retries = new AtomicLong();
-    final AtomicLong deadLetters = new AtomicLong();
     final AtomicLong crashes = new AtomicLong();
     final AtomicLong secondCopies = new AtomicLong();
-    final AtomicLong secondCopiesApplied = new AtomicLong();
-    private long pollNanos;
-    private long handleNanos;
-    private long crashNanos;
-    private long emptyPolls;
     private volatile long startNanos;
     private volatile long endNanos;
     private volatile @Nullable Throwable failure;
 
     StrategyRun(
             Strategy strategy,
-            LabDatabase db,
             String bootstrap,
             String topic,
             Map<TopicPartition, Long> endOffsets,
             ConsumerFaults faults,
-            ExecutorService secondConsumer) {
+            ExecutorService secondConsumer,
+            Admin admin) {
         this.strategy = strategy;
-        this.db = db;
         this.bootstrap = bootstrap;
         this.topic = topic;
+        this.deadLetterTopic = deadLetterTopic(topic, strategy);
         this.endOffsets = Map.copyOf(endOffsets);
         this.faults = faults;
         this.secondConsumer = secondConsumer;
+        this.admin = admin;
+    }
+
+    static String deadLetterTopic(String topic, Strategy strategy) {
+        return topic + "-" + strategy.id().replace('_', '-') + "-dlt";
     }
 
     Strategy strategy() {
         return strategy;
+    }
+
+    String group() {
+        return "idem-lab-" + strategy.id() + "-" + topic;
+    }
+
+    String deadLetterTopic() {
+        return deadLetterTopic;
     }
 
     /** Offsets committed so far, over all partitions: progress. */
@@ -98,106 +115,105 @@ final class StrategyRun {
         return Duration.ofNanos(startNanos == 0 ? 0 : end - startNanos);
     }
 
-    java.util.Optional<Throwable> failure() {
-        return java.util.Optional.ofNullable(failure);
+    Optional<Throwable> failure() {
+        return Optional.ofNullable(failure);
     }
 
     boolean finished() {
-        return endOffsets.entrySet().stream().allMatch(e -> committed.getOrDefault(e.getKey(), 0L) >= e.getValue());
+        Map<TopicPartition, Long> c = committed;
+        return endOffsets.entrySet().stream().allMatch(e -> c.getOrDefault(e.getKey(), 0L) >= e.getValue());
     }
 
-    /** Consumes until every partition's committed offset reaches its end, or {@code deadline} passes. */
+    /** Consumes until the group's committed offsets reach the end of every partition, or the deadline passes. */
     void run(long deadlineNanos) {
         startNanos = System.nanoTime();
+        IdempotentKafkaConsumer<byte[], byte[]> consumer = start();
         try {
-            KafkaConsumer<byte[], byte[]> consumer = newConsumer();
-            Map<TopicPartition, Long> resumeAt = new HashMap<>();
-            Map<String, Integer> attempts = new HashMap<>();
-            try {
-                while (!finished() && System.nanoTime() < deadlineNanos) {
-                    long t0 = System.nanoTime();
-                    ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(50));
-                    long t1 = System.nanoTime();
-                    pollNanos += t1 - t0;
-                    if (records.isEmpty()) {
-                        emptyPolls++;
+            while (!finished() && System.nanoTime() < deadlineNanos) {
+                Thread.sleep(50);
+                if (!consumer.isRunning()) {
+                    Throwable stopped = consumer.failure().orElse(null);
+                    if (!(stopped instanceof InjectedCrash)) {
+                        failure = stopped != null
+                                ? stopped
+                                : new IllegalStateException("the consumer of " + strategy.id() + " stopped");
+                        return;
                     }
-                    resumeDue(consumer, resumeAt);
-                    Map<TopicPartition, OffsetAndMetadata> commit = new HashMap<>();
-                    try {
-                        for (TopicPartition tp : records.partitions()) {
-                            handlePartition(consumer, tp, records.records(tp), commit, resumeAt, attempts);
-                        }
-                    } catch (Crash crash) {
-                        handleNanos += System.nanoTime() - t1;
-                        long c0 = System.nanoTime();
-                        crashes.incrementAndGet();
-                        consumer.close(Duration.ofSeconds(5));
-                        consumer = newConsumer();
-                        resumeAt.clear();
-                        crashNanos += System.nanoTime() - c0;
-                        continue;
-                    }
-                    handleNanos += System.nanoTime() - t1;
-                    if (!commit.isEmpty()) {
-                        consumer.commitSync(commit);
-                        commit.forEach((tp, o) -> committed.put(tp, o.offset()));
-                    }
+                    crashes.incrementAndGet();
+                    consumer = start();
                 }
-            } finally {
-                consumer.close(Duration.ofSeconds(5));
-                LOG.warn("{}: poll {} ms ({} empty), handle {} ms, crash restarts {} ms", strategy.id(), pollNanos / 1_000_000, emptyPolls, handleNanos / 1_000_000, crashNanos / 1_000_000);
+                committed = committedOffsets();
             }
-        } catch (RuntimeException | Error e) {
+            if (!finished()) {
+                failure = new IllegalStateException(strategy.id() + " did not consume the whole topic in time");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            failure = e;
+        } catch (RuntimeException e) {
             failure = e;
         } finally {
+            consumer.close();
             endNanos = System.nanoTime();
         }
     }
 
-    private void handlePartition(
-            KafkaConsumer<byte[], byte[]> consumer,
-            TopicPartition tp,
-            List<ConsumerRecord<byte[], byte[]>> records,
-            Map<TopicPartition, OffsetAndMetadata> commit,
-            Map<TopicPartition, Long> resumeAt,
-            Map<String, Integer> attempts) {
-        for (ConsumerRecord<byte[], byte[]> record : records) {
-            OrderEvent event;
-            try {
-                event = OrderEvent.decode(record.value());
-            } catch (RuntimeException e) {
-                deadLetter("offset " + tp + "@" + record.offset(), "undecodable value: " + e.getMessage());
-                commit.put(tp, new OffsetAndMetadata(record.offset() + 1));
-                continue;
-            }
-            Outcome outcome = deliver(event);
-            String attemptKey = tp + "@" + record.offset();
-            if (outcome.action() == Outcome.Action.RETRY) {
-                logRetry(event, outcome);
-                int attempt = attempts.merge(attemptKey, 1, Integer::sum);
-                if (!RETRY.exhausted(attempt)) {
-                    // An IN_PROGRESS outcome suggests waiting until the holder's lease ends; the holder usually
-                    // finishes long before, so the backoff caps it.
-                    Duration backoff = RETRY.delayAfter(attempt);
-                    Duration delay = outcome.retryAfter()
-                            .filter(d -> d.compareTo(backoff) < 0)
-                            .orElse(backoff);
-                    consumer.seek(tp, record.offset());
-                    consumer.pause(List.of(tp));
-                    resumeAt.put(tp, System.nanoTime() + delay.toNanos());
-                    return;
+    private Map<TopicPartition, Long> committedOffsets() {
+        try {
+            Map<TopicPartition, OffsetAndMetadata> offsets = admin.listConsumerGroupOffsets(group())
+                    .partitionsToOffsetAndMetadata()
+                    .get(10, TimeUnit.SECONDS);
+            Map<TopicPartition, Long> result = new HashMap<>();
+            offsets.forEach((tp, o) -> {
+                if (o != null) {
+                    result.put(tp, o.offset());
                 }
-                deadLetter(event.key(), "gave up after " + attempt + " attempts: " + outcome.reason());
-            } else if (outcome.action() == Outcome.Action.DEAD_LETTER) {
-                deadLetter(event.key(), outcome.reason());
-            }
-            attempts.remove(attemptKey);
-            commit.put(tp, new OffsetAndMetadata(record.offset() + 1));
-            if (faults.of(event.key()) == Fault.CRASH && crashedOnce.add(event.key())) {
-                throw new Crash();
-            }
+            });
+            return result;
+        } catch (Exception e) {
+            return committed;
         }
+    }
+
+    private IdempotentKafkaConsumer<byte[], byte[]> start() {
+        Map<String, Object> props = new HashMap<>();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ConsumerConfig.GROUP_ID_CONFIG, group());
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 100);
+        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "idem-lab-" + strategy.id());
+        return IdempotentKafkaConsumer.builder(props)
+                .keyDeserializer(new ByteArrayDeserializer())
+                .valueDeserializer(new ByteArrayDeserializer())
+                .topics(topic)
+                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
+                .handler(this::handle)
+                .retryPolicy(RETRY)
+                .deadLetterTopic(t -> deadLetterTopic)
+                .workers(2)
+                .pollTimeout(Duration.ofMillis(50))
+                .build()
+                .start();
+    }
+
+    private Outcome handle(String key, ConsumerRecord<byte[], byte[]> record) {
+        OrderEvent event;
+        try {
+            event = OrderEvent.decode(record.value());
+        } catch (RuntimeException e) {
+            return Outcome.rejected("not an order event: " + e.getMessage(), e);
+        }
+        if (!event.key().equals(key)) {
+            return Outcome.rejected("the idem-key header does not match the event");
+        }
+        Outcome outcome = deliver(event);
+        if (outcome.action() == Outcome.Action.RETRY) {
+            logRetry(event, outcome);
+        }
+        if (outcome.action() != Outcome.Action.RETRY && faults.of(key) == Fault.CRASH && crashedOnce.add(key)) {
+            throw new InjectedCrash();
+        }
+        return outcome;
     }
 
     /** The first copy on this thread; for TIMEOUT and CONCURRENT messages a second copy on another consumer. */
@@ -212,7 +228,9 @@ final class StrategyRun {
         Future<?> second = secondConsumer.submit(overlap::secondCopy);
         Outcome first = count(strategy.handle(overlap.firstCopy()));
         try {
-            second.get(30, TimeUnit.SECONDS);
+            second.get(60, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         } catch (Exception e) {
             throw new IllegalStateException("the second consumer's copy of " + event.key() + " did not end", e);
         }
@@ -232,43 +250,6 @@ final class StrategyRun {
             default -> {}
         }
         return outcome;
-    }
-
-    private void deadLetter(String key, String reason) {
-        deadLetters.incrementAndGet();
-        try {
-            db.deadLetter(strategy.prefix(), key, reason);
-        } catch (java.sql.SQLException e) {
-            throw new IllegalStateException("cannot record a dead letter: " + e.getMessage(), e);
-        }
-    }
-
-    private static void resumeDue(KafkaConsumer<byte[], byte[]> consumer, Map<TopicPartition, Long> resumeAt) {
-        long now = System.nanoTime();
-        List<TopicPartition> due = new ArrayList<>();
-        resumeAt.forEach((tp, at) -> {
-            if (at <= now) {
-                due.add(tp);
-            }
-        });
-        if (!due.isEmpty()) {
-            due.forEach(resumeAt::remove);
-            consumer.resume(due);
-        }
-    }
-
-    private KafkaConsumer<byte[], byte[]> newConsumer() {
-        Map<String, Object> props = new HashMap<>();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(ConsumerConfig.GROUP_ID_CONFIG, "idem-lab-" + strategy.id() + "-" + topic);
-        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 100);
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "idem-lab-" + strategy.id());
-        KafkaConsumer<byte[], byte[]> consumer =
-                new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-        consumer.subscribe(List.of(topic));
-        return consumer;
     }
 
     /** Two copies of one message that overlap in time. */
@@ -321,12 +302,8 @@ final class StrategyRun {
                 secondStarted.countDown();
             }
             for (int attempt = 1; ; attempt++) {
-                Outcome outcome = strategy.handle(Delivery.plain(event));
                 deliveries.incrementAndGet();
-                count(outcome);
-                if (outcome.type() == Outcome.Type.PROCESSED) {
-                    secondCopiesApplied.incrementAndGet();
-                }
+                Outcome outcome = count(strategy.handle(Delivery.plain(event)));
                 if (outcome.action() != Outcome.Action.RETRY || RETRY.exhausted(attempt)) {
                     return;
                 }
@@ -349,12 +326,12 @@ final class StrategyRun {
         }
     }
 
-    /** The injected crash: thrown after the database commit, before the offset commit. */
-    private static final class Crash extends RuntimeException {
+    /** The injected crash: thrown after the database commit, before the offset commit; stops the runner. */
+    static final class InjectedCrash extends Error {
         private static final long serialVersionUID = 1L;
 
-        Crash() {
-            super("injected crash", null, false, false);
+        InjectedCrash() {
+            super("injected crash after the database commit, before the offset commit", null, false, false);
         }
     }
 }

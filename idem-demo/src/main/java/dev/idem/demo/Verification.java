@@ -40,9 +40,6 @@ final class Verification {
     /** Charges applied (ledger rows). */
     static final String CHARGES = "SELECT COUNT(*) FROM {p}_ledger";
 
-    /** Messages the strategy dead-lettered. */
-    static final String DEAD_LETTERS = "SELECT COUNT(*) FROM {p}_dead_letters";
-
     /** The queries by name, in report order. */
     static Map<String, String> queries() {
         Map<String, String> q = new LinkedHashMap<>();
@@ -53,7 +50,6 @@ final class Verification {
         q.put("wrong_final_state", WRONG_STATE);
         q.put("wrong_balances", WRONG_BALANCES);
         q.put("charges", CHARGES);
-        q.put("dead_letters", DEAD_LETTERS);
         return q;
     }
 

@@ -33,6 +33,22 @@ record LabOptions(
 
     static final int DEFAULT_ORDERS = 3000;
 
+    private static final java.util.Set<String> VALUED = java.util.Set.of(
+            "--orders",
+            "--partitions",
+            "--kafka-bootstrap",
+            "--jdbc-url",
+            "--redis-url",
+            "--out",
+            "--seed",
+            "--producer-retry-rate",
+            "--app-resend-rate",
+            "--consumer-timeout-rate",
+            "--concurrent-rate",
+            "--crash-rate",
+            "--reorder-rate",
+            "--cancel-rate");
+
     /**
      * How often each duplicate cause is injected, as fractions in [0, 1].
      *
@@ -122,6 +138,10 @@ record LabOptions(
                 case "--quiet" -> quiet = true;
                 case "--help", "-h" -> throw new HelpRequested();
                 default -> {
+                    if (!VALUED.contains(name)) {
+                        throw new BadOptionException(
+                                "unknown option '" + name + "': run with --help for the list of options");
+                    }
                     String value = inline != null ? inline : value(list, ++i, name);
                     switch (name) {
                         case "--orders" -> orders = integer(name, value, 1, 10_000_000);

@@ -47,7 +47,6 @@ final class Lab {
                 .orElse("jdbc:h2:file:" + options.out().toAbsolutePath().resolve("idem-lab-db")
                         + ";LOCK_TIMEOUT=10000");
         String redisUrl = redisUrl();
-        out.println("idem double-charge lab: " + options.orders() + " orders, seed " + options.seed());
         try (LabDatabase db = LabDatabase.connect(jdbcUrl, 24)) {
             env.add(new LabResult.Entry(
                     "database",
@@ -60,8 +59,10 @@ final class Lab {
                     bootstrap = options.kafkaBootstrap().get();
                     produceBootstrap = bootstrap;
                     checkKafka(bootstrap);
+                    header();
                     env.add(new LabResult.Entry("kafka", "external broker at " + bootstrap));
                 } else {
+                    header();
                     out.println("  starting an in-process Kafka broker ...");
                     broker = EmbeddedKafka.start(true, Map.of());
                     bootstrap = broker.bootstrapServers();
@@ -84,6 +85,11 @@ final class Lab {
                 }
             }
         }
+    }
+
+    private void header() {
+        out.println("idem double-charge lab: " + options.orders() + " orders, seed " + options.seed()
+                + ", output in " + options.out());
     }
 
     private LabResult consume(

@@ -473,14 +473,8 @@ public final class JdbcInbox {
     }
 
     /** Builds a {@link JdbcInbox}. Each setter checks its value at once; {@link #build()} the rest. */
-    public static final class Builder {
-        private final DataSource dataSource;
+    public static final class Builder extends JdbcBuilder<Builder> {
         private @Nullable String namespace;
-        private String table = Schema.DEFAULT_TABLE;
-        private @Nullable Dialect dialect;
-        private Clock clock = Clock.systemUTC();
-        private boolean databaseClock;
-        private boolean createTableIfMissing;
         private Duration retention = Duration.ofDays(7);
         private Duration lockWait = Duration.ofSeconds(10);
         private int deadlockRetries = 3;
@@ -488,42 +482,12 @@ public final class JdbcInbox {
         private IdempotencyListener listener = IdempotencyListener.NONE;
 
         private Builder(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+            super(dataSource, Schema.DEFAULT_TABLE);
         }
 
         /** Required: the handler's name, e.g. the consumer group. See {@link IdempotencyKey}. */
         public Builder namespace(String namespace) {
             this.namespace = IdempotencyKey.validateNamespace(namespace);
-            return this;
-        }
-
-        /** The table. Default {@code idem_keys}. */
-        public Builder table(String table) {
-            this.table = Schema.validateTable(table);
-            return this;
-        }
-
-        /** The SQL dialect. Default: detected from the connection's product name. */
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        /** The clock that stamps marks and decides their expiry. Default: system UTC. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        /** Take "now" from the database instead of this JVM (one extra query per transaction). Default false. */
-        public Builder useDatabaseClock(boolean on) {
-            this.databaseClock = on;
-            return this;
-        }
-
-        /** Create the table and index at {@link #build()} if they are missing. Default false. */
-        public Builder createTableIfMissing(boolean on) {
-            this.createTableIfMissing = on;
             return this;
         }
 
@@ -575,7 +539,7 @@ public final class JdbcInbox {
                         "a JdbcInbox needs a namespace: call .namespace(\"your-consumer-group\") on the builder");
             }
             String store = "jdbc " + table;
-            Dialect d = dialect != null ? dialect : Schema.detect(dataSource, store);
+            Dialect d = resolveDialect(store);
             if (createTableIfMissing) {
                 Schema.create(dataSource, d, table, store);
             }

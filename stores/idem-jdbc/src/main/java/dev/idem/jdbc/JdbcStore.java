@@ -397,50 +397,11 @@ public final class JdbcStore implements IdempotencyStore {
      * Builds a {@link JdbcStore}. Each setter checks its value at once; {@link #build()} detects the dialect (one
      * connection) unless it was set, and creates the table if asked to.
      */
-    public static final class Builder {
-        private final DataSource dataSource;
-        private String table = Schema.DEFAULT_TABLE;
-        private @Nullable Dialect dialect;
-        private Clock clock = Clock.systemUTC();
-        private boolean databaseClock;
-        private boolean createTableIfMissing;
+    public static final class Builder extends JdbcBuilder<Builder> {
         private int purgeBatchSize = Purge.DEFAULT_BATCH_SIZE;
 
         private Builder(DataSource dataSource) {
-            this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
-        }
-
-        /** The table. Default {@code idem_keys}. A plain identifier (see {@code Schema}); no schema prefix. */
-        public Builder table(String table) {
-            this.table = Schema.validateTable(table);
-            return this;
-        }
-
-        /** The SQL dialect. Default: detected from {@code DatabaseMetaData.getDatabaseProductName()}. */
-        public Builder dialect(Dialect dialect) {
-            this.dialect = Objects.requireNonNull(dialect, "dialect");
-            return this;
-        }
-
-        /** The clock for lease deadlines and retention. Default: system UTC. Ignored with the database clock. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        /**
-         * Take "now" from the database (one extra query per operation) instead of this JVM, so that consumers on
-         * machines with skewed clocks agree on when a lease ends. Default false.
-         */
-        public Builder useDatabaseClock(boolean on) {
-            this.databaseClock = on;
-            return this;
-        }
-
-        /** Create the table, index and sequence at {@link #build()} if they are missing. Default false. */
-        public Builder createTableIfMissing(boolean on) {
-            this.createTableIfMissing = on;
-            return this;
+            super(dataSource, Schema.DEFAULT_TABLE);
         }
 
         /** Rows deleted per purge transaction. Default 500; 1 to 10,000. */
@@ -451,7 +412,7 @@ public final class JdbcStore implements IdempotencyStore {
 
         public JdbcStore build() {
             String store = "jdbc " + table;
-            Dialect d = dialect != null ? dialect : Schema.detect(dataSource, store);
+            Dialect d = resolveDialect(store);
             if (d == Dialect.MYSQL) {
                 throw new ConfigurationException("lease mode needs a database sequence for fencing tokens, and MySQL"
                         + " has none: use MariaDB, PostgreSQL or H2 for JdbcStore, or use JdbcInbox (transactional"

@@ -21,6 +21,7 @@ final class Schema {
     private Schema() {}
 
     static final String DEFAULT_TABLE = "idem_keys";
+    static final String DEFAULT_NODE_ID_TABLE = "idem_node_ids";
 
     /**
      * A plain SQL identifier that no database quotes or folds differently: a letter or underscore, then up to 47
@@ -93,8 +94,11 @@ final class Schema {
         return name;
     }
 
-    /** The DDL statements for {@code table}, from the shipped resource. */
-    static List<String> ddl(Dialect dialect, String table) {
+    /**
+     * The DDL statements of the shipped resource that name {@code defaultTable} (the keys table with its index and
+     * sequence, or the node-id table), renamed for {@code table}.
+     */
+    static List<String> ddl(Dialect dialect, String defaultTable, String table) {
         String text;
         try (InputStream in = Schema.class.getResourceAsStream(ddlResource(dialect))) {
             if (in == null) {
@@ -104,11 +108,12 @@ final class Schema {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+        Pattern name = Pattern.compile("\\b" + defaultTable);
         List<String> statements = new ArrayList<>();
         for (String part : text.replaceAll("(?m)--.*$", "").split(";")) {
             String sql = part.strip();
-            if (!sql.isEmpty()) {
-                statements.add(sql.replaceAll("\\b" + DEFAULT_TABLE, table));
+            if (name.matcher(sql).find()) {
+                statements.add(name.matcher(sql).replaceAll(table));
             }
         }
         return statements;
@@ -116,9 +121,14 @@ final class Schema {
 
     /** Creates the table, its index and (where lease mode needs one) its sequence, unless they exist. */
     static void create(DataSource dataSource, Dialect dialect, String table, String store) {
+        create(dataSource, dialect, DEFAULT_TABLE, table, store);
+    }
+
+    /** Runs the shipped statements of {@code defaultTable} for {@code table}, each creating only what is missing. */
+    static void create(DataSource dataSource, Dialect dialect, String defaultTable, String table, String store) {
         try (Connection c = dataSource.getConnection();
                 Statement s = c.createStatement()) {
-            for (String sql : ddl(dialect, table)) {
+            for (String sql : ddl(dialect, defaultTable, table)) {
                 if (dialect == Dialect.MYSQL && sql.toUpperCase(Locale.ROOT).startsWith("CREATE SEQUENCE")) {
                     continue;
                 }

@@ -65,6 +65,11 @@ final class Sql {
     // ---------------------------------------------------------------- clock
 
     long databaseNowMillis(Connection c) throws SQLException {
+        return databaseNowMillis(dialect, c);
+    }
+
+    /** The database's clock in epoch milliseconds. */
+    static long databaseNowMillis(Dialect dialect, Connection c) throws SQLException {
         String query = switch (dialect) {
             case POSTGRESQL -> "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
             case MARIADB, MYSQL -> "SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)";

@@ -11,24 +11,13 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
-import io.lettuce.core.ClientOptions;
 import io.lettuce.core.KeyScanCursor;
 import io.lettuce.core.KeyValue;
-import io.lettuce.core.LettuceFutures;
-import io.lettuce.core.MaintNotificationsConfig;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisException;
-import io.lettuce.core.RedisFuture;
-import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.SocketOptions;
-import io.lettuce.core.TimeoutOptions;
-import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.RedisAsyncCommands;
-import io.lettuce.core.codec.ByteArrayCodec;
 import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
@@ -46,8 +35,6 @@ import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 
@@ -86,35 +73,27 @@ import org.jspecify.annotations.Nullable;
  */
 public final class RedisStore implements IdempotencyStore {
     private static final System.Logger LOG = System.getLogger(RedisStore.class.getName());
-    private static final Pattern PREFIX = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
     private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
     private static final int BATCH_CHUNK = 256;
     private static final byte[] NONE = {'-'};
 
-    private final RedisClient client;
-    private final boolean ownsClient;
+    private final RedisLink link;
     private final String prefix;
     private final Clock clock;
-    private final Duration commandTimeout;
     private final Duration expiryMargin;
     private final MarkLossPolicy markLossPolicy;
     private final IdempotencyListener listener;
     private final String description;
     private final ConcurrentHashMap<String, Witness> witnesses = new ConcurrentHashMap<>();
-    private final Object connectLock = new Object();
-    private volatile @Nullable StatefulRedisConnection<byte[], byte[]> connection;
-    private volatile boolean closed;
 
     private RedisStore(Builder b, RedisClient client, boolean ownsClient, String description) {
-        this.client = client;
-        this.ownsClient = ownsClient;
         this.prefix = b.prefix;
         this.clock = b.clock;
-        this.commandTimeout = b.commandTimeout;
         this.expiryMargin = b.expiryMargin;
         this.markLossPolicy = b.markLossPolicy;
         this.listener = new SafeListener(b.listener);
         this.description = description + " prefix '" + b.prefix + "'";
+        this.link = new RedisLink(client, ownsClient, b.commandTimeout, this.description);
     }
 
     /**
@@ -123,15 +102,7 @@ public final class RedisStore implements IdempotencyStore {
      * redis-sentinel://host:26379/0#mymaster}: every form {@link RedisURI} takes.
      */
     public static Builder builder(String redisUri) {
-        Objects.requireNonNull(redisUri, "redisUri");
-        RedisURI uri;
-        try {
-            uri = RedisURI.create(redisUri);
-        } catch (IllegalArgumentException e) {
-            throw new ConfigurationException(
-                    "redis URI is not valid (" + e.getMessage() + "): use e.g. redis://127.0.0.1:6379", e);
-        }
-        return new Builder(uri, null);
+        return new Builder(RedisLink.parse(redisUri), null);
     }
 
     /** A builder for a store on a client the caller owns: the store never shuts it down. */
@@ -173,7 +144,7 @@ public final class RedisStore implements IdempotencyStore {
                 }
             }
             Instant now = clock.instant();
-            List<Call<List<Object>>> calls = new ArrayList<>();
+            List<RedisLink.Call<List<Object>>> calls = new ArrayList<>();
             for (Map.Entry<String, List<Integer>> chunk : pending) {
                 calls.add(claimCall(chunk.getKey(), chunk.getValue(), requests, now));
             }
@@ -212,7 +183,7 @@ public final class RedisStore implements IdempotencyStore {
         }
     }
 
-    private Call<List<Object>> claimCall(
+    private RedisLink.Call<List<Object>> claimCall(
             String namespace, List<Integer> indexes, List<ClaimRequest> requests, Instant now) {
         Keys keys = new Keys(prefix, namespace);
         byte[][] k = new byte[2 + indexes.size()][];
@@ -232,7 +203,7 @@ public final class RedisStore implements IdempotencyStore {
             a[7 + 3 * j] = optional(r.fingerprint() == null ? null : utf8(r.fingerprint()));
             a[8 + 3 * j] = utf8(Long.toString(r.lease().toMillis()));
         }
-        return call(Script.CLAIM, ScriptOutputType.MULTI, k, a);
+        return link.call(Script.CLAIM, ScriptOutputType.MULTI, k, a);
     }
 
     /**
@@ -306,8 +277,8 @@ public final class RedisStore implements IdempotencyStore {
         byte[] pattern = utf8("{" + prefix + ":*}:epoch");
         ScanCursor cursor = ScanCursor.INITIAL;
         do {
-            KeyScanCursor<byte[]> page = await(
-                    commands().scan(cursor, ScanArgs.Builder.matches(pattern).limit(1000)));
+            KeyScanCursor<byte[]> page = link.await(link.commands()
+                    .scan(cursor, ScanArgs.Builder.matches(pattern).limit(1000)));
             for (byte[] key : page.getKeys()) {
                 String k = text(key);
                 String namespace = k.substring(prefix.length() + 2, k.length() - "}:epoch".length());
@@ -332,7 +303,9 @@ public final class RedisStore implements IdempotencyStore {
         byte[][] k = {new Keys(prefix, namespace).epoch()};
         byte[][] a = {millis(now), utf8(UUID.randomUUID().toString()), utf8(expected)};
         witnessed(
-                namespace, text(call(Script.REARM, ScriptOutputType.VALUE, k, a).await()), 0);
+                namespace,
+                text(link.call(Script.REARM, ScriptOutputType.VALUE, k, a).await()),
+                0);
     }
 
     @Override
@@ -361,7 +334,7 @@ public final class RedisStore implements IdempotencyStore {
             result
         };
         return UpdateResult.valueOf(
-                text(call(script, ScriptOutputType.VALUE, k, a).await()));
+                text(link.call(script, ScriptOutputType.VALUE, k, a).await()));
     }
 
     @Override
@@ -369,7 +342,7 @@ public final class RedisStore implements IdempotencyStore {
         byte[] k = new Keys(prefix, key.namespace()).record(key);
         Instant now = clock.instant();
         List<KeyValue<byte[], byte[]>> fields =
-                await(commands().hmget(k, utf8("s"), utf8("o"), utf8("t"), utf8("u"), utf8("f"), utf8("r")));
+                link.await(link.commands().hmget(k, utf8("s"), utf8("o"), utf8("t"), utf8("u"), utf8("f"), utf8("r")));
         byte[][] v = new byte[fields.size()][];
         for (int i = 0; i < v.length; i++) {
             v[i] = fields.get(i).getValueOrElse(null);
@@ -393,20 +366,7 @@ public final class RedisStore implements IdempotencyStore {
 
     @Override
     public void close() {
-        synchronized (connectLock) {
-            if (closed) {
-                return;
-            }
-            closed = true;
-            StatefulRedisConnection<byte[], byte[]> c = connection;
-            connection = null;
-            if (c != null) {
-                c.close();
-            }
-            if (ownsClient) {
-                client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
-            }
-        }
+        link.close();
     }
 
     private static void ensureDistinct(List<ClaimRequest> requests) {
@@ -416,64 +376,6 @@ public final class RedisStore implements IdempotencyStore {
                 throw new IllegalArgumentException(
                         "batch claims key " + r.key().logId() + " twice: deduplicate a batch before claiming it");
             }
-        }
-    }
-
-    /** A script sent by SHA; {@link #await()} re-sends its source once when the server does not know the SHA. */
-    private final class Call<T> {
-        private final Supplier<RedisFuture<T>> bySource;
-        private final RedisFuture<T> future;
-
-        Call(RedisFuture<T> future, Supplier<RedisFuture<T>> bySource) {
-            this.future = future;
-            this.bySource = bySource;
-        }
-
-        T await() {
-            try {
-                return RedisStore.this.await(future);
-            } catch (StoreUnavailableException e) {
-                if (!(e.getCause() instanceof RedisNoScriptException)) {
-                    throw e;
-                }
-                return RedisStore.this.await(bySource.get());
-            }
-        }
-    }
-
-    private <T> Call<T> call(Script script, ScriptOutputType type, byte[][] keys, byte[][] args) {
-        RedisAsyncCommands<byte[], byte[]> commands = commands();
-        RedisFuture<T> bySha = commands.evalsha(script.sha(), type, keys, args);
-        return new Call<>(bySha, () -> commands.eval(script.source(), type, keys, args));
-    }
-
-    private <T> T await(RedisFuture<T> future) {
-        try {
-            return LettuceFutures.awaitOrCancel(future, commandTimeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (RedisException e) {
-            throw new StoreUnavailableException(description, e.getClass().getSimpleName() + ": " + e.getMessage(), e);
-        }
-    }
-
-    private RedisAsyncCommands<byte[], byte[]> commands() {
-        StatefulRedisConnection<byte[], byte[]> c = connection;
-        if (c != null) {
-            return c.async();
-        }
-        synchronized (connectLock) {
-            if (closed) {
-                throw new StoreUnavailableException(description, "the store is closed", null);
-            }
-            if (connection == null) {
-                try {
-                    StatefulRedisConnection<byte[], byte[]> opened = client.connect(ByteArrayCodec.INSTANCE);
-                    opened.setTimeout(commandTimeout);
-                    connection = opened;
-                } catch (RedisException e) {
-                    throw new StoreUnavailableException(description, "cannot connect: " + e.getMessage(), e);
-                }
-            }
-            return Objects.requireNonNull(connection).async();
         }
     }
 
@@ -621,48 +523,13 @@ public final class RedisStore implements IdempotencyStore {
      * Builds a {@link RedisStore}. Each setter validates its value at once. The store is immutable once built, and
      * thread-safe.
      */
-    public static final class Builder {
-        private final @Nullable RedisURI uri;
-        private final @Nullable RedisClient client;
-        private String prefix = "idem";
-        private Clock clock = Clock.systemUTC();
-        private Duration commandTimeout = Duration.ofSeconds(2);
+    public static final class Builder extends RedisBuilder<Builder> {
         private Duration expiryMargin = Duration.ofHours(1);
         private MarkLossPolicy markLossPolicy = MarkLossPolicy.untilRearmed();
         private IdempotencyListener listener = IdempotencyListener.NONE;
 
         private Builder(@Nullable RedisURI uri, @Nullable RedisClient client) {
-            this.uri = uri;
-            this.client = client;
-        }
-
-        /**
-         * The first part of every key's hash tag: 1 to 64 characters of {@code [A-Za-z0-9._-]} starting with a letter
-         * or digit. Stores of one prefix share marks. Default {@code idem}.
-         */
-        public Builder prefix(String prefix) {
-            if (prefix == null || !PREFIX.matcher(prefix).matches()) {
-                throw new ConfigurationException("prefix '" + prefix
-                        + "' is not valid: use 1 to 64 characters of [A-Za-z0-9._-] starting with a letter or digit,"
-                        + " e.g. 'idem' or 'orders-idem'");
-            }
-            this.prefix = prefix;
-            return this;
-        }
-
-        /** The clock that computes every lease and retention deadline. Default: the system UTC clock. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
-        /**
-         * How long one call waits for Redis (and, for a client the store creates, for a connection) before it throws
-         * {@link StoreUnavailableException}. Default 2 s.
-         */
-        public Builder commandTimeout(Duration commandTimeout) {
-            this.commandTimeout = positive("commandTimeout", commandTimeout);
-            return this;
+            super(uri, client);
         }
 
         /**
@@ -687,30 +554,7 @@ public final class RedisStore implements IdempotencyStore {
         }
 
         public RedisStore build() {
-            if (client != null) {
-                return new RedisStore(this, client, false, "redis (caller's client)");
-            }
-            RedisURI u = Objects.requireNonNull(uri);
-            RedisClient created = RedisClient.create(u);
-            created.setOptions(ClientOptions.builder()
-                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
-                    .socketOptions(SocketOptions.builder()
-                            .connectTimeout(commandTimeout)
-                            .build())
-                    .timeoutOptions(TimeoutOptions.enabled(commandTimeout))
-                    .maintNotificationsConfig(MaintNotificationsConfig.disabled())
-                    .build());
-            String where = u.getHost() != null
-                    ? u.getHost() + ":" + u.getPort()
-                    : "sentinel master " + u.getSentinelMasterId();
-            return new RedisStore(this, created, true, "redis " + where);
-        }
-
-        private static Duration positive(String name, Duration value) {
-            if (value == null || value.isNegative() || value.isZero()) {
-                throw new ConfigurationException(name + " must be a positive duration, got " + value);
-            }
-            return value;
+            return buildWith((client, owns, description) -> new RedisStore(this, client, owns, description));
         }
     }
 }

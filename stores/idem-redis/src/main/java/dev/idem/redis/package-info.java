@@ -1,5 +1,6 @@
 /**
- * The Redis lease store: {@link dev.idem.redis.RedisStore}. Everything else in this package is internal.
+ * The Redis lease store, {@link dev.idem.redis.RedisStore}, and the node-id lease store of message id generators,
+ * {@link dev.idem.redis.RedisNodeIdLeaseStore}. Everything else in this package is internal.
  */
 @NullMarked
 package dev.idem.redis;

@@ -14,3 +14,13 @@ CREATE TABLE IF NOT EXISTS idem_keys (
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;
 -- Lease mode only (MariaDB 10.3+; MySQL has no sequences, so lease mode is MariaDB-only): fencing tokens.
 CREATE SEQUENCE IF NOT EXISTS idem_keys_fencing;
+-- Message id node-id leases (JdbcNodeIdLeaseStore): one row per (id space, node id). Times are epoch milliseconds.
+CREATE TABLE IF NOT EXISTS idem_node_ids (
+    id_space     VARCHAR(64) CHARACTER SET ascii COLLATE ascii_bin NOT NULL, -- the generators' id space
+    node_id      INT         NOT NULL,
+    owner_token  VARCHAR(64) NULL,      -- the holder; NULL once released
+    expires_at   BIGINT      NOT NULL,  -- lease end
+    high_water   BIGINT      NOT NULL,  -- highest timestamp any holder may have issued
+    granted_mark BIGINT      NOT NULL,  -- high_water when the current lease was granted
+    PRIMARY KEY (id_space, node_id)
+) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4;

@@ -88,8 +88,8 @@ final class Lab {
     }
 
     private void header() {
-        out.println("idem double-charge lab: " + options.orders() + " orders, seed " + options.seed()
-                + ", output in " + options.out());
+        out.println("idem double-charge lab: " + options.orders() + " orders, seed " + options.seed() + ", output in "
+                + options.out());
     }
 
     private LabResult consume(
@@ -145,7 +145,7 @@ final class Lab {
         OrderFlow flow =
                 OrderFlow.generate(options.orders(), options.partitions(), f.cancel(), f.reorder(), options.seed());
         List<String> prefixes = strategies.stream().map(Strategy::prefix).toList();
-        db.createSchema(prefixes, true);
+        db.createSchema(prefixes);
         List<NewTopic> deadLetterTopics = new ArrayList<>();
         for (Strategy s : strategies) {
             deadLetterTopics.add(new NewTopic(StrategyRun.deadLetterTopic(topic, s), 1, (short) 1));

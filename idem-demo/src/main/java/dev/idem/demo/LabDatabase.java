@@ -77,15 +77,22 @@ final class LabDatabase implements AutoCloseable {
         return product;
     }
 
+    void dropTable(String table) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                Statement s = c.createStatement()) {
+            s.execute("DROP TABLE IF EXISTS " + table);
+        }
+    }
+
     /** Drops and creates the expected-outcome table and the business tables of each strategy. */
-    void createSchema(List<String> prefixes, boolean withInbox) throws SQLException {
+    void createSchema(List<String> prefixes) throws SQLException {
         try (Connection c = dataSource.getConnection();
                 Statement s = c.createStatement()) {
             s.execute("DROP TABLE IF EXISTS lab_expected");
             s.execute("CREATE TABLE lab_expected (order_id BIGINT PRIMARY KEY, customer_id BIGINT NOT NULL,"
                     + " amount BIGINT NOT NULL, final_status VARCHAR(16) NOT NULL, paid INT NOT NULL)");
             for (String p : prefixes) {
-                for (String t : List.of("orders", "accounts", "ledger", "inbox")) {
+                for (String t : List.of("orders", "accounts", "ledger")) {
                     s.execute("DROP TABLE IF EXISTS " + p + "_" + t);
                 }
                 s.execute("CREATE TABLE " + p + "_orders (id BIGINT PRIMARY KEY, customer_id BIGINT NOT NULL,"
@@ -94,9 +101,6 @@ final class LabDatabase implements AutoCloseable {
                 s.execute("CREATE TABLE " + p + "_ledger (order_id BIGINT NOT NULL, customer_id BIGINT NOT NULL,"
                         + " amount BIGINT NOT NULL, message_key VARCHAR(64) NOT NULL)");
                 s.execute("CREATE INDEX " + p + "_ledger_order ON " + p + "_ledger (order_id)");
-                if (withInbox) {
-                    s.execute("CREATE TABLE " + p + "_inbox (message_key VARCHAR(64) PRIMARY KEY)");
-                }
             }
         }
     }

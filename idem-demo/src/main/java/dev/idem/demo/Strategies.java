@@ -5,11 +5,13 @@ import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import dev.idem.StateMachine;
 import dev.idem.jdbc.Assignments;
+import dev.idem.jdbc.JdbcInbox;
 import dev.idem.jdbc.SideEffect;
 import dev.idem.jdbc.StateMachineGuard;
 import dev.idem.jdbc.UniqueRowGuard;
 import dev.idem.jdbc.VersionGuard;
 import dev.idem.spi.IdempotencyStore;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Map;
 
@@ -39,28 +41,25 @@ final class Strategies {
     }
 
     /**
-     * The transactional dedup record: a row keyed by the message key inserted in the same transaction as the effect.
-     * A duplicate finds the row (or waits on the first copy's uncommitted one) and changes nothing; a rollback
-     * removes row and effect together.
+     * The transactional dedup record ({@link JdbcInbox}): a row keyed by the message key inserted in the same
+     * transaction as the effect. A duplicate finds the row (or waits on the first copy's uncommitted one) and changes
+     * nothing; a rollback removes row and effect together.
      */
-    static Strategy inbox(LabDatabase db) {
+    static Strategy inbox(LabDatabase db) throws SQLException {
         String id = "inbox";
-        UniqueRowGuard inbox = UniqueRowGuard.builder()
-                .table("lab_" + id + "_inbox")
-                .uniqueKey("message_key")
+        String table = "lab_" + id + "_keys";
+        db.dropTable(table);
+        JdbcInbox inbox = JdbcInbox.builder(db.dataSource())
+                .namespace("idem-lab-" + id)
+                .table(table)
+                .createTableIfMissing(true)
                 .build();
-        return new Base(
-                id, "transactional dedup record: a row in lab_inbox_inbox, same transaction as the effect", true, db) {
+        return new Base(id, "transactional dedup record (JdbcInbox, table " + table + ")", true, db) {
             @Override
             public Outcome handle(Delivery d) {
-                return db.inTransaction(c -> {
-                    Outcome recorded =
-                            inbox.insertOnce(c, Map.of("message_key", d.event().key()), SideEffect.NONE);
-                    if (!recorded.type().equals(Outcome.Type.PROCESSED)) {
-                        return recorded;
-                    }
+                return inbox.handle(d.event().key(), null, connection -> {
                     d.insideEffect();
-                    return book.apply(c, d.event());
+                    return book.apply(connection, d.event());
                 });
             }
         };

@@ -24,7 +24,7 @@ final class HtmlReport {
                 .append("<title>Idem double-charge lab</title><style>")
                 .append("body{font-family:system-ui,-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;")
                 .append(
-                        "color:#222;max-width:1150px}h1{margin-bottom:4px}h2{margin-top:28px;border-bottom:1px solid #ddd}")
+                        "color:#222;max-width:1200px}h1{margin-bottom:4px}h2{margin-top:28px;border-bottom:1px solid #ddd}")
                 .append(
                         "table{border-collapse:collapse;font-size:14px}td,th{padding:4px 10px;border-bottom:1px solid #eee;")
                 .append("text-align:right}td:first-child,th:first-child{text-align:left}.ok{color:")
@@ -96,7 +96,7 @@ final class HtmlReport {
                 "Throughput (records/s, all groups at once)", throughput, v -> String.format(Locale.ROOT, "%,.0f", v)));
         h.append("</div>\n");
 
-        h.append("<h2>Results</h2>\n<table><tr><th>strategy</th><th>guard</th><th>double-charged orders</th>")
+        h.append("<h2>Results</h2>\n<table><tr><th>strategy</th><th>double-charged orders</th>")
                 .append("<th>overcharged</th><th>lost payments</th><th>wrong final state</th><th>charges</th>")
                 .append("<th>duplicates suppressed</th><th>retries</th><th>dead letters</th><th>crashes</th>")
                 .append("<th>records/s</th><th>verdict</th></tr>\n");
@@ -104,8 +104,6 @@ final class HtmlReport {
             String v = TerminalTable.verdict(s);
             h.append("<tr><td>")
                     .append(esc(s.id()))
-                    .append("</td><td style=\"text-align:left\">")
-                    .append(esc(s.description()))
                     .append("</td><td>")
                     .append(TerminalTable.num(s.doubleCharged()))
                     .append("</td><td>")
@@ -131,6 +129,14 @@ final class HtmlReport {
                     .append("\">")
                     .append(esc(v))
                     .append("</td></tr>\n");
+        }
+        h.append("</table>\n<h2>Strategies</h2>\n<table>");
+        for (StrategyResult s : r.strategies()) {
+            h.append("<tr><td>")
+                    .append(esc(s.id()))
+                    .append("</td><td style=\"text-align:left\">")
+                    .append(esc(s.description()))
+                    .append("</td></tr>");
         }
         h.append("</table>\n");
 
@@ -167,8 +173,8 @@ final class HtmlReport {
 
     /** A horizontal bar chart as inline SVG. */
     static String chart(String title, List<Bar> bars, DoubleFunction<String> format) {
-        int labelWidth = 250;
-        int barArea = 260;
+        int labelWidth = 300;
+        int barArea = 200;
         int row = 24;
         int top = 30;
         int width = labelWidth + barArea + 80;

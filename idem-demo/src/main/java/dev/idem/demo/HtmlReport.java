@@ -173,8 +173,8 @@ final class HtmlReport {
 
     /** A horizontal bar chart as inline SVG. */
     static String chart(String title, List<Bar> bars, DoubleFunction<String> format) {
-        int labelWidth = 300;
-        int barArea = 200;
+        int labelWidth = 340;
+        int barArea = 150;
         int row = 24;
         int top = 30;
         int width = labelWidth + barArea + 80;

@@ -196,7 +196,7 @@ final class Lab {
         injected.add(new LabResult.Entry(
                 "crash after DB commit, before offset commit (" + pct(f.crash()) + ")", Long.toString(crashes)));
         injected.add(new LabResult.Entry(
-                "reordered orders: CANCEL before CREATE, SHIP before PAY (" + pct(f.reorder()) + ")",
+                "reordering: CANCEL before CREATE, SHIP before PAY (" + pct(f.reorder()) + ")",
                 Long.toString(flow.reorderedOrders())));
         env.add(new LabResult.Entry("producer duplicates by", published.mechanism()));
 

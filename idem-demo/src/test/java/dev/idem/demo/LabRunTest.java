@@ -2,6 +2,7 @@ package dev.idem.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.testkit.TestServers;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -83,5 +84,43 @@ class LabRunTest {
                 .contains("What was injected", "Charges applied", "Orders charged more than once", "Throughput")
                 .doesNotContain("<script", "src=\"http", "href=\"http", "@import");
         assertThat(html.split("<svg ", -1)).hasSizeGreaterThanOrEqualTo(5 + 1);
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    void smallLab_withRedis_theRedisLeaseStoreHoldsToo() throws Exception {
+        String redis = TestServers.redis().url();
+        ByteArrayOutputStream stdout = new ByteArrayOutputStream();
+        int status = Main.run(
+                new String[] {
+                    "--orders",
+                    "150",
+                    "--jdbc-url",
+                    "jdbc:h2:mem:labruntestredis;DB_CLOSE_DELAY=-1;LOCK_TIMEOUT=10000",
+                    "--redis-url",
+                    redis,
+                    "--crash-rate",
+                    "0.01",
+                    "--concurrent-rate",
+                    "0.03",
+                    "--quiet",
+                    "--out",
+                    out.toString()
+                },
+                new PrintStream(stdout, true, StandardCharsets.UTF_8),
+                new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+
+        assertThat(status).as(stdout.toString(StandardCharsets.UTF_8)).isZero();
+        Map<String, Object> json = (Map<String, Object>)
+                Json.parse(Files.readString(out.resolve("idem-lab-report.json"), StandardCharsets.UTF_8));
+        Map<String, Object> leaseRedis = ((List<Map<String, Object>>) json.get("strategies"))
+                .stream()
+                        .filter(s -> s.get("id").equals("lease_redis"))
+                        .findFirst()
+                        .orElseThrow();
+        assertThat(leaseRedis).containsEntry("correct", true).containsEntry("finished", true);
+        assertThat((Map<String, Object>) leaseRedis.get("sql"))
+                .containsEntry("double_charged_orders", 0.0)
+                .containsEntry("charges", json.get("paid_orders"));
     }
 }

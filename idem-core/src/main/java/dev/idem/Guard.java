@@ -39,7 +39,7 @@ public final class Guard implements AutoCloseable {
     }
 
     private static final System.Logger LOG = System.getLogger(Guard.class.getName());
-    private static final Duration MIN_POLL = Duration.ofMillis(5);
+    private static final Duration MIN_POLL = Duration.ofMillis(1);
     private static final Duration MAX_POLL = Duration.ofMillis(200);
 
     private final IdempotencyStore store;

@@ -7,6 +7,7 @@ import dev.idem.ConfigurationException;
 import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -65,6 +66,38 @@ class RedeliveriesTest {
             assertThat(effects).hasSize(KEYS.size());
             assertThat(effects.values()).allSatisfy(n -> assertThat(n).hasValue(1));
         }
+    }
+
+    @Test
+    void readmeExample_compilesRuns_andIsShownVerbatim() throws Exception {
+        List<String> paymentIds = KEYS;
+        try (InMemoryStore store = InMemoryStore.create();
+                Guard guard = Guard.of(store, "payments")) {
+            // readme:redeliveries begin
+            Redeliveries.Report report = Redeliveries.of(paymentIds)
+                    .duplicates(0.2)
+                    .concurrent(0.1)
+                    .lostAcks(0.05)
+                    .reordering(0.3)
+                    .threads(4)
+                    .seed(42)
+                    .deliverTo(id -> guard.run(id, () -> charge(id)));
+            assertThat(report.unfinished()).isEmpty(); // nothing lost
+            assertThat(countLedgerRowsPerPayment()).allMatch(n -> n == 1); // nothing doubled
+            // readme:redeliveries end
+        }
+        assertThat(countLedgerRowsPerPayment()).hasSize(KEYS.size());
+        ReadmeSnippets.assertShown(Path.of("src/test/java/dev/idem/testkit/RedeliveriesTest.java"), "redeliveries");
+    }
+
+    private final Map<String, AtomicInteger> ledger = new ConcurrentHashMap<>();
+
+    private void charge(String id) {
+        ledger.computeIfAbsent(id, k -> new AtomicInteger()).incrementAndGet();
+    }
+
+    private List<Integer> countLedgerRowsPerPayment() {
+        return ledger.values().stream().map(AtomicInteger::get).toList();
     }
 
     @Test

@@ -77,6 +77,7 @@ public final class JdbcInbox {
     private final int deadlockRetries;
     private final int purgeBatchSize;
     private final SafeListener listener;
+    private final boolean reportOutcomes;
     private final String description;
 
     private JdbcInbox(Builder b, Dialect dialect, String namespace) {
@@ -90,6 +91,7 @@ public final class JdbcInbox {
         this.deadlockRetries = b.deadlockRetries;
         this.purgeBatchSize = b.purgeBatchSize;
         this.listener = new SafeListener(b.listener);
+        this.reportOutcomes = b.listener != IdempotencyListener.NONE;
         this.description =
                 dialect.name().toLowerCase(java.util.Locale.ROOT) + " " + b.table + " (inbox " + namespace + ")";
     }
@@ -111,8 +113,9 @@ public final class JdbcInbox {
     /**
      * Handles a batch in one transaction: one multi-row insert claims every key (in key order, so concurrent batches
      * do not deadlock on marks; {@code RETURNING} on PostgreSQL and MariaDB), the handlers of the new keys run in
-     * input order, each under a savepoint (a handler that does not end final is undone alone, its mark removed), and
-     * one commit ends it. Returns one outcome per delivery, in input order. A key repeated within the batch runs once;
+     * input order without savepoints, and one commit ends it. A handler that does not end final rolls the transaction
+     * back and keeps its outcome; the rest of the batch runs again without it (no extra round trip in the common
+     * case, one rerun per unfinished handler). Returns one outcome per delivery, in input order. A key repeated within the batch runs once;
      * its later copies answer {@code DUPLICATE} if the first was applied, else {@code IN_PROGRESS}. A lock-wait
      * timeout on a mark ends the whole batch {@code IN_PROGRESS}; a deadlock reruns the whole batch.
      */
@@ -120,31 +123,28 @@ public final class JdbcInbox {
         long start = System.nanoTime();
         Outcome[] outcomes = new Outcome[deliveries.size()];
         Map<String, Pending> pending = group(deliveries, outcomes);
-        if (!pending.isEmpty()) {
-            boolean single = deliveries.size() == 1;
-            List<Pending> work = new ArrayList<>(pending.values());
-            for (int attempt = 0; ; attempt++) {
-                work.forEach(Pending::reset);
-                Outcome failure = runOwned(work, !single);
-                if (failure == null) {
-                    break;
-                }
-                if (failure != RETRY || attempt >= deadlockRetries) {
-                    Outcome answer = failure == RETRY
-                            ? Outcome.inProgress("deadlock persisted after " + (attempt + 1) + " attempts", null)
-                            : failure;
-                    work.forEach(p -> p.outcome = answer);
-                    break;
-                }
+        List<Pending> work = new ArrayList<>(pending.values());
+        for (int deadlocks = 0; !work.isEmpty(); ) {
+            work.forEach(Pending::reset);
+            Attempt attempt = runOwned(work);
+            if (attempt.unfinished() != null) {
+                work.remove(attempt.unfinished());
+            } else if (attempt.failure() == null) {
+                break;
+            } else if (attempt.failure() != RETRY || deadlocks++ >= deadlockRetries) {
+                Outcome answer = attempt.failure() == RETRY
+                        ? Outcome.inProgress("deadlock persisted after " + deadlocks + " attempts", null)
+                        : attempt.failure();
+                work.forEach(p -> p.outcome = answer);
+                break;
             }
-            for (Pending p : work) {
-                outcomes[p.firstIndex] = p.outcome;
-                for (int i : p.laterIndexes) {
-                    outcomes[i] = p.outcome.isFinal()
-                            ? Outcome.duplicate("duplicate of an earlier copy in the same batch")
-                            : Outcome.inProgress(
-                                    "an earlier copy in the same batch did not finish: " + p.outcome, null);
-                }
+        }
+        for (Pending p : pending.values()) {
+            outcomes[p.firstIndex] = p.outcome;
+            for (int i : p.laterIndexes) {
+                outcomes[i] = p.outcome.isFinal()
+                        ? Outcome.duplicate("duplicate of an earlier copy in the same batch")
+                        : Outcome.inProgress("an earlier copy in the same batch did not finish: " + p.outcome, null);
             }
         }
         report(deliveries, outcomes, start);
@@ -154,19 +154,31 @@ public final class JdbcInbox {
     /** Marks a deadlock to retry; never handed to a caller. */
     private static final Outcome RETRY = Outcome.inProgress("retry", null);
 
-    /** One attempt in a fresh transaction. Null when every pending delivery got its outcome, else the failure. */
-    private @Nullable Outcome runOwned(List<Pending> work, boolean savepoints) {
+    /**
+     * How one transaction ended: committed (both null), rolled back because a handler did not end final ({@code
+     * unfinished}, whose outcome is set; the others run again without it), or failed ({@code failure}).
+     */
+    private record Attempt(
+            @Nullable Pending unfinished, @Nullable Outcome failure) {
+        static final Attempt COMMITTED = new Attempt(null, null);
+    }
+
+    /**
+     * One attempt in a fresh transaction. Handlers run without savepoints (no extra round trips): the first one that
+     * does not end final rolls the whole transaction back and is left out of the next attempt.
+     */
+    private Attempt runOwned(List<Pending> work) {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
-                process(c, work, savepoints);
-                if (savepoints || work.get(0).outcome.isFinal()) {
+                Pending unfinished = process(c, work);
+                if (unfinished == null) {
                     c.commit();
-                } else {
-                    c.rollback();
+                    return Attempt.COMMITTED;
                 }
-                return null;
+                c.rollback();
+                return new Attempt(unfinished, null);
             } catch (SQLException | RuntimeException e) {
                 JdbcStore.rollbackQuietly(c);
                 throw e;
@@ -176,7 +188,7 @@ public final class JdbcInbox {
                 }
             }
         } catch (SQLException e) {
-            return failure(e);
+            return new Attempt(null, failure(e));
         }
     }
 
@@ -224,7 +236,7 @@ public final class JdbcInbox {
                 throw callerTransactionLost(e);
             }
             try {
-                process(c, List.of(p), false);
+                process(c, List.of(p));
                 if (p.outcome.isFinal()) {
                     releaseQuietly(c, savepoint);
                 } else {
@@ -313,10 +325,12 @@ public final class JdbcInbox {
     }
 
     /**
-     * Claims the keys of {@code work} and runs the handlers of the new ones on {@code c}. Sets every outcome. Throws
-     * the SQLExceptions of its own statements, and a handler's deadlock, for the caller to roll back and retry.
+     * Claims the keys of {@code work} and runs the handlers of the new ones on {@code c}, in input order, until one
+     * does not end final: that one is returned (its outcome set) and the caller must roll back. Null when every
+     * outcome is set and the transaction may commit. Throws the SQLExceptions of its own statements, and a handler's
+     * deadlock, for the caller to roll back and retry.
      */
-    private void process(Connection c, List<Pending> work, boolean savepoints) throws SQLException {
+    private @Nullable Pending process(Connection c, List<Pending> work) throws SQLException {
         String owner = newOwner();
         long now = databaseClock ? sql.databaseNowMillis(c) : clock.millis();
         long expiresAt = now + retention.toMillis();
@@ -355,14 +369,15 @@ public final class JdbcInbox {
             }
         }
         for (Pending p : work) {
-            if (p.claimed) {
-                runHandler(c, p, owner, savepoints);
+            if (p.claimed && !runHandler(c, p, owner)) {
+                return p;
             }
         }
+        return null;
     }
 
-    private void runHandler(Connection c, Pending p, String owner, boolean savepoint) throws SQLException {
-        Savepoint sp = savepoint ? c.setSavepoint() : null;
+    /** Runs one handler; true when its outcome is final (its writes and mark may commit). */
+    private boolean runHandler(Connection c, Pending p, String owner) throws SQLException {
         Outcome outcome;
         try {
             outcome = Objects.requireNonNull(p.handler.handle(c), "a handler must return an Outcome, not null");
@@ -378,18 +393,14 @@ public final class JdbcInbox {
             outcome = Outcome.failed("handler threw " + e.getClass().getName() + ": " + e.getMessage(), e);
         }
         p.outcome = outcome;
-        if (outcome.isFinal()) {
-            byte[] result = outcome.result().orElse(null);
-            if (result != null) {
-                sql.storeResult(c, p.id, owner, result);
-            }
-            if (sp != null) {
-                releaseQuietly(c, sp);
-            }
-        } else if (sp != null) {
-            c.rollback(sp);
-            sql.deleteMark(c, p.id, owner);
+        if (!outcome.isFinal()) {
+            return false;
         }
+        byte[] result = outcome.result().orElse(null);
+        if (result != null) {
+            sql.storeResult(c, p.id, owner, result);
+        }
+        return true;
     }
 
     /** The outcome for an attempt that failed with {@code e}; {@link #RETRY} for a deadlock. */
@@ -438,6 +449,9 @@ public final class JdbcInbox {
     }
 
     private void report(List<Delivery> deliveries, Outcome[] outcomes, long start) {
+        if (!reportOutcomes) {
+            return;
+        }
         Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
         for (int i = 0; i < outcomes.length; i++) {
             String logId;

@@ -393,14 +393,6 @@ final class Sql {
         }
     }
 
-    void deleteMark(Connection c, String id, String owner) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement("DELETE FROM " + table + " WHERE id = ? AND owner_token = ?")) {
-            ps.setString(1, id);
-            ps.setString(2, owner);
-            ps.executeUpdate();
-        }
-    }
-
     // ---------------------------------------------------------------- purge
 
     /** Deletes up to {@code limit} DONE rows whose retention ended at or before {@code now}. */

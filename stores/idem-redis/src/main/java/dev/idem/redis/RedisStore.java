@@ -190,8 +190,9 @@ public final class RedisStore implements IdempotencyStore {
         byte[][] a = new byte[6 + 3 * indexes.size()][];
         k[0] = keys.epoch();
         k[1] = keys.fence();
-        a[0] = utf8(witness(namespace).epoch());
-        a[1] = utf8("0:" + UUID.randomUUID());
+        String expected = witness(namespace).epoch();
+        a[0] = utf8(expected);
+        a[1] = utf8(expected.isEmpty() ? "0:" + UUID.randomUUID() : "");
         a[2] = millis(now);
         a[3] = utf8(Long.toString(Math.multiplyExact(now.toEpochMilli(), 1000L)));
         a[4] = utf8(Long.toString(expiryMargin.toMillis()));

@@ -1,0 +1,176 @@
+package dev.idem.bench.e2e;
+
+import dev.idem.IdempotencyKey;
+import dev.idem.bench.e2e.Workload.Delivery;
+import dev.idem.redis.RedisStore;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import io.lettuce.core.KeyScanCursor;
+import io.lettuce.core.LettuceFutures;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisFuture;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanCursor;
+import io.lettuce.core.SetArgs;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.api.sync.RedisCommands;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Claims alone, no business transaction: the raw rate of pipelined {@code SET NX PX} (one pipeline of {@code batch}
+ * commands per round trip, one connection per thread) against Idem's {@code RedisStore.claimAll} ({@code batch} keys
+ * per call, one Lua script). Every key of the workload's stream is claimed once per delivery; the check: the keys won
+ * equal the distinct payments.
+ */
+final class ClaimsOnly {
+    private ClaimsOnly() {}
+
+    record Result(long nanos, int claims, int won, int expected) {
+        double perSecond() {
+            return claims / (nanos / 1e9);
+        }
+
+        boolean correct() {
+            return won == expected;
+        }
+    }
+
+    static List<String> keys(Workload workload) {
+        List<String> keys = new ArrayList<>(workload.messageCount());
+        for (Delivery d : workload.deliveries()) {
+            keys.add(d.key());
+            if (d.racer() != null) {
+                keys.add(d.racer().key());
+            }
+        }
+        return keys;
+    }
+
+    @FunctionalInterface
+    private interface Chunk {
+        /** Claims {@code keys} (one chunk) and returns how many it won. */
+        int claim(List<String> keys) throws Exception;
+    }
+
+    static Result rawSetNx(String uri, String prefix, Workload workload, int threads, int batch)
+            throws InterruptedException {
+        RedisClient client = RedisClient.create(uri);
+        List<StatefulRedisConnection<String, String>> connections = new ArrayList<>();
+        try {
+            for (int t = 0; t < threads; t++) {
+                StatefulRedisConnection<String, String> c = client.connect();
+                c.setAutoFlushCommands(false);
+                connections.add(c);
+            }
+            SetArgs nx = SetArgs.Builder.nx().px(RedisContenders.RECIPE_TTL_MILLIS);
+            return run(workload, threads, batch, t -> {
+                RedisAsyncCommands<String, String> redis = connections.get(t).async();
+                return keys -> {
+                    List<RedisFuture<String>> replies = new ArrayList<>(keys.size());
+                    for (String key : keys) {
+                        replies.add(redis.set(prefix + ":" + key, "1", nx));
+                    }
+                    connections.get(t).flushCommands();
+                    LettuceFutures.awaitAll(10, TimeUnit.SECONDS, replies.toArray(new RedisFuture<?>[0]));
+                    int won = 0;
+                    for (RedisFuture<String> reply : replies) {
+                        if ("OK".equals(reply.get())) {
+                            won++;
+                        }
+                    }
+                    return won;
+                };
+            });
+        } finally {
+            connections.forEach(StatefulRedisConnection::close);
+            client.shutdown();
+        }
+    }
+
+    static Result idemClaimAll(String uri, String prefix, Workload workload, int threads, int batch)
+            throws InterruptedException {
+        try (RedisStore store = RedisStore.builder(uri).prefix(prefix).build()) {
+            return run(workload, threads, batch, t -> keys -> {
+                Set<String> distinct = new LinkedHashSet<>(keys); // a batch claims each key once
+                List<ClaimRequest> requests = new ArrayList<>(distinct.size());
+                String owner = "bench-" + t + "-" + System.nanoTime();
+                for (String key : distinct) {
+                    requests.add(new ClaimRequest(
+                            IdempotencyKey.of(JdbcContenders.NAMESPACE, key), owner, null, Duration.ofMinutes(5)));
+                }
+                int won = 0;
+                for (ClaimResult result : store.claimAll(requests)) {
+                    if (result instanceof ClaimResult.Claimed) {
+                        won++;
+                    }
+                }
+                return won;
+            });
+        }
+    }
+
+    private interface PerThread {
+        Chunk forThread(int thread);
+    }
+
+    private static Result run(Workload workload, int threads, int batch, PerThread perThread)
+            throws InterruptedException {
+        List<String> keys = keys(workload);
+        AtomicInteger next = new AtomicInteger();
+        AtomicInteger won = new AtomicInteger();
+        List<Thread> workers = new ArrayList<>();
+        List<Throwable> failures = new java.util.concurrent.CopyOnWriteArrayList<>();
+        long start = System.nanoTime();
+        for (int t = 0; t < threads; t++) {
+            Chunk chunk = perThread.forThread(t);
+            Thread worker = new Thread(() -> {
+                try {
+                    for (int from = next.getAndAdd(batch); from < keys.size(); from = next.getAndAdd(batch)) {
+                        won.addAndGet(chunk.claim(keys.subList(from, Math.min(keys.size(), from + batch))));
+                    }
+                } catch (Exception e) {
+                    failures.add(e);
+                }
+            });
+            worker.setDaemon(true);
+            workers.add(worker);
+            worker.start();
+        }
+        for (Thread worker : workers) {
+            worker.join();
+        }
+        long nanos = System.nanoTime() - start;
+        if (!failures.isEmpty()) {
+            throw new IllegalStateException("claims failed: " + failures.get(0), failures.get(0));
+        }
+        return new Result(nanos, keys.size(), won.get(), workload.payments().size());
+    }
+
+    /** Deletes the keys a run left under {@code prefix} (its keys start with it, or with {@code "{" + prefix}). */
+    static void deleteKeys(String uri, String prefix) {
+        RedisClient client = RedisClient.create(uri);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            RedisCommands<String, String> redis = c.sync();
+            for (String pattern : List.of(prefix + ":*", "{" + prefix + ":*")) {
+                ScanCursor cursor = ScanCursor.INITIAL;
+                do {
+                    KeyScanCursor<String> page =
+                            redis.scan(cursor, ScanArgs.Builder.matches(pattern).limit(1000));
+                    if (!page.getKeys().isEmpty()) {
+                        redis.unlink(page.getKeys().toArray(new String[0]));
+                    }
+                    cursor = page;
+                } while (!cursor.isFinished());
+            }
+        } finally {
+            client.shutdown();
+        }
+    }
+}

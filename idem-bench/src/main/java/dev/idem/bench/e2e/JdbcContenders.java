@@ -1,0 +1,329 @@
+package dev.idem.bench.e2e;
+
+import dev.idem.Guard;
+import dev.idem.Outcome;
+import dev.idem.StateMachine;
+import dev.idem.bench.e2e.Contender.Answer;
+import dev.idem.bench.e2e.Workload.Delivery;
+import dev.idem.bench.e2e.Workload.Payment;
+import dev.idem.jdbc.JdbcInbox;
+import dev.idem.jdbc.JdbcStore;
+import dev.idem.jdbc.StateMachineGuard;
+import dev.idem.jdbc.UniqueRowGuard;
+import dev.idem.spi.IdempotencyStore;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/** The contenders that need only the database: the baselines and Idem's JDBC guards. */
+final class JdbcContenders {
+    private JdbcContenders() {}
+
+    static final String NAMESPACE = "payments";
+
+    /** No guard: every delivery runs the business transaction; every duplicate charges again. */
+    static Contender noGuard() {
+        return new Simple("no-guard", "no guard (ceiling; applies every duplicate)", env -> batch -> {
+            Delivery d = batch.get(0);
+            Bank bank = env.bank();
+            try {
+                bank.inTransaction(c -> {
+                    bank.debit(c, d);
+                    return null;
+                });
+            } catch (Faults.HandlerFailure e) {
+                return List.of(Answer.RETRY);
+            }
+            bank.crashAfterCommitIfAsked(d);
+            return List.of(Answer.ACK);
+        });
+    }
+
+    /** The hand-written limit: a dedup insert and the business writes in one transaction, one message each. */
+    static Contender handWritten() {
+        return new Simple("hand", "hand-written: dedup insert + business update in one transaction", env -> batch -> {
+            Delivery d = batch.get(0);
+            Bank bank = env.bank();
+            boolean applied;
+            try {
+                applied = bank.inTransaction(c -> {
+                    if (!bank.insertProcessed(c, d.key())) {
+                        return false;
+                    }
+                    bank.debit(c, d);
+                    return true;
+                });
+            } catch (Faults.HandlerFailure e) {
+                return List.of(Answer.RETRY);
+            } catch (SQLException e) {
+                if (Bank.isDeadlock(e)) {
+                    return List.of(Answer.RETRY);
+                }
+                throw e;
+            }
+            if (applied) {
+                bank.crashAfterCommitIfAsked(d);
+            }
+            return List.of(Answer.ACK);
+        });
+    }
+
+    /**
+     * The hand-written limit batched: the same statements for up to 100 messages, one commit. A failing message rolls
+     * the transaction back and the batch runs again without it (it is redelivered); a deadlock runs the batch again.
+     */
+    static Contender handWrittenBatch(int size) {
+        return new Simple(
+                "hand-batch", "hand-written: the same, " + size + " messages per transaction", size, env -> batch -> {
+                    Bank bank = env.bank();
+                    Map<String, Integer> firsts = new LinkedHashMap<>();
+                    for (int i = 0; i < batch.size(); i++) {
+                        firsts.putIfAbsent(batch.get(i).key(), i);
+                    }
+                    Set<Integer> failed = new HashSet<>();
+                    for (int attempt = 0; attempt < 20; attempt++) {
+                        int[] current = {-1};
+                        List<Integer> applied;
+                        try {
+                            applied = bank.inTransaction(c -> {
+                                List<Integer> done = new ArrayList<>();
+                                for (int i : firsts.values()) {
+                                    if (failed.contains(i)) {
+                                        continue;
+                                    }
+                                    current[0] = i;
+                                    Delivery d = batch.get(i);
+                                    if (bank.insertProcessed(c, d.key())) {
+                                        bank.debit(c, d);
+                                        done.add(i);
+                                    }
+                                }
+                                return done;
+                            });
+                        } catch (Faults.HandlerFailure e) {
+                            failed.add(current[0]);
+                            continue;
+                        } catch (SQLException e) {
+                            if (Bank.isDeadlock(e)) {
+                                continue;
+                            }
+                            throw e;
+                        }
+                        for (int i : applied) {
+                            bank.crashAfterCommitIfAsked(batch.get(i));
+                        }
+                        Answer[] answers = new Answer[batch.size()];
+                        for (int i = 0; i < batch.size(); i++) {
+                            int first = firsts.get(batch.get(i).key());
+                            answers[i] = failed.contains(first) ? Answer.RETRY : Answer.ACK;
+                        }
+                        return Arrays.asList(answers);
+                    }
+                    return new ArrayList<>(java.util.Collections.nCopies(batch.size(), Answer.RETRY));
+                });
+    }
+
+    /** Idem's transactional record, one message per transaction. */
+    static Contender inbox() {
+        return new Simple("idem-inbox", "Idem transactional record (`JdbcInbox.handle`)", env -> {
+            Bank bank = env.bank();
+            JdbcInbox inbox = JdbcInbox.builder(bank.dataSource())
+                    .namespace(NAMESPACE)
+                    .createTableIfMissing(true)
+                    .build();
+            return batch -> {
+                Delivery d = batch.get(0);
+                Outcome outcome = inbox.handle(d.key(), null, c -> {
+                    bank.debit(c, d);
+                    return Outcome.processed();
+                });
+                if (outcome.type() == Outcome.Type.PROCESSED) {
+                    bank.crashAfterCommitIfAsked(d);
+                }
+                return List.of(Answer.of(outcome));
+            };
+        });
+    }
+
+    /** Idem's transactional record, a batch per transaction. */
+    static Contender inboxBatch(int size) {
+        return new Simple(
+                "idem-inbox-batch",
+                "Idem transactional record batched (`handleBatch`, " + size + " per transaction)",
+                size,
+                env -> {
+                    Bank bank = env.bank();
+                    JdbcInbox inbox = JdbcInbox.builder(bank.dataSource())
+                            .namespace(NAMESPACE)
+                            .createTableIfMissing(true)
+                            .build();
+                    return batch -> {
+                        List<JdbcInbox.Delivery> deliveries = new ArrayList<>(batch.size());
+                        for (Delivery d : batch) {
+                            deliveries.add(new JdbcInbox.Delivery(d.key(), null, c -> {
+                                bank.debit(c, d);
+                                return Outcome.processed();
+                            }));
+                        }
+                        List<Outcome> outcomes = inbox.handleBatch(deliveries);
+                        List<Answer> answers = new ArrayList<>(batch.size());
+                        for (int i = 0; i < batch.size(); i++) {
+                            if (outcomes.get(i).type() == Outcome.Type.PROCESSED) {
+                                bank.crashAfterCommitIfAsked(batch.get(i));
+                            }
+                            answers.add(Answer.of(outcomes.get(i)));
+                        }
+                        return answers;
+                    };
+                });
+    }
+
+    /** The state-machine guard: the payment row goes PENDING → PAID in the business transaction. */
+    static Contender stateMachine() {
+        StateMachine lifecycle = StateMachine.builder()
+                .states("PENDING", "PAID")
+                .initial("PENDING")
+                .transition("PAY", "PENDING", "PAID")
+                .build();
+        StateMachineGuard payments =
+                StateMachineGuard.builder(lifecycle).table("payment").build();
+        return new Simple(
+                "idem-state-machine", "Idem state-machine guard (`StateMachineGuard`, PENDING → PAID)", env -> {
+                    Bank bank = env.bank();
+                    return batch -> {
+                        Delivery d = batch.get(0);
+                        Outcome outcome =
+                                payments.apply(bank.dataSource(), d.payment().id(), "PAY", c -> bank.debit(c, d));
+                        if (outcome.type() == Outcome.Type.PROCESSED) {
+                            bank.crashAfterCommitIfAsked(d);
+                        }
+                        return List.of(Answer.of(outcome));
+                    };
+                });
+    }
+
+    /** Idem's JDBC lease store behind a Guard, with the ledger row as the business guard. */
+    static Contender jdbcLease() {
+        return new Simple(
+                "idem-jdbc-lease",
+                "Idem JDBC lease store (`Guard` + `JdbcStore`) + unique ledger row",
+                1,
+                false,
+                "ledger_unique",
+                env -> {
+                    JdbcStore store = JdbcStore.builder(env.bank().dataSource())
+                            .createTableIfMissing(true)
+                            .build();
+                    return leaseSession(env, store);
+                });
+    }
+
+    /**
+     * A Guard on a lease store around the business transaction; the ledger row, unique per payment, is written first
+     * by a {@link UniqueRowGuard}, so a redelivery that takes over the claim of a consumer that died after its commit
+     * finds the effect done. Guard settings: lease from the run, in-progress copies wait up to 1 s.
+     */
+    static Contender.Session leaseSession(Contender.Env env, IdempotencyStore store) {
+        Bank bank = env.bank();
+        UniqueRowGuard ledger = UniqueRowGuard.builder()
+                .table("ledger_unique")
+                .uniqueKey("payment_id")
+                .build();
+        Guard guard = Guard.builder(bank.faults().crashable(store))
+                .namespace(NAMESPACE)
+                .lease(env.lease())
+                .waitForInProgress(Duration.ofSeconds(1))
+                .build();
+        return new Contender.Session() {
+            @Override
+            public List<Answer> deliver(List<Delivery> batch) {
+                Delivery d = batch.get(0);
+                Payment p = d.payment();
+                Outcome outcome = guard.handle(d.key(), null, context -> {
+                    Outcome applied = ledger.insertOnce(
+                            bank.dataSource(),
+                            Map.of("payment_id", p.id(), "account_id", p.account(), "amount", p.amount()),
+                            c -> bank.debitAccount(c, d));
+                    if (applied.type() == Outcome.Type.PROCESSED) {
+                        bank.crashAfterCommitIfAsked(d);
+                    }
+                    return applied;
+                });
+                return List.of(Answer.of(outcome));
+            }
+
+            @Override
+            public void close() {
+                guard.close();
+                store.close();
+            }
+        };
+    }
+
+    /** A contender from a session factory. */
+    static final class Simple implements Contender {
+        interface Opener {
+            Session open(Env env) throws Exception;
+        }
+
+        private final String id;
+        private final String label;
+        private final int batchSize;
+        private final boolean redis;
+        private final String ledger;
+        private final Opener opener;
+
+        Simple(String id, String label, Opener opener) {
+            this(id, label, 1, opener);
+        }
+
+        Simple(String id, String label, int batchSize, Opener opener) {
+            this(id, label, batchSize, false, "ledger", opener);
+        }
+
+        Simple(String id, String label, int batchSize, boolean redis, String ledger, Opener opener) {
+            this.id = id;
+            this.label = label;
+            this.batchSize = batchSize;
+            this.redis = redis;
+            this.ledger = ledger;
+            this.opener = opener;
+        }
+
+        @Override
+        public String id() {
+            return id;
+        }
+
+        @Override
+        public String label() {
+            return label;
+        }
+
+        @Override
+        public int batchSize() {
+            return batchSize;
+        }
+
+        @Override
+        public boolean needsRedis() {
+            return redis;
+        }
+
+        @Override
+        public String ledgerTable() {
+            return ledger;
+        }
+
+        @Override
+        public Session open(Env env) throws Exception {
+            return opener.open(env);
+        }
+    }
+}

@@ -1,0 +1,89 @@
+package dev.idem.bench.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.bench.e2e.EndToEnd.Measurement;
+import java.util.List;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A tiny run of the end-to-end harness under faults (handler failures, crashes inside the handler and after the
+ * commit, racing copies), one database at a time: every Idem contender ends with every payment applied exactly once,
+ * and the check is not blind (no guard double-charges, Spring Integration's receiver loses failed messages). Redis
+ * contenders join when the fixture finds Redis. No timing is asserted.
+ */
+class EndToEndSmokeTest {
+    /** The lease stores warn on every simulated crash, Lettuce on every connection: keep the test output readable. */
+    private static final List<Logger> QUIET = List.of(Logger.getLogger("dev.idem"), Logger.getLogger("io.lettuce"));
+
+    static {
+        QUIET.forEach(logger -> logger.setLevel(Level.SEVERE));
+    }
+
+    private static List<Measurement> runUnderFaults(String database) throws Exception {
+        EndToEnd.Options options = EndToEnd.parse(new String[] {
+            "--deliveries", "300",
+            "--accounts", "50",
+            "--rounds", "1",
+            "--scenarios", "none",
+            "--fault-scenarios", database + ":2",
+            "--handler-failures", "0.03",
+            "--crashes-in-handler", "0.02",
+            "--crashes-after-commit", "0.02",
+            "--batch", "20",
+            "--lease", "300",
+            "--timeout", "60"
+        });
+        EndToEnd.Report report = EndToEnd.run(options);
+        assertThat(report.markdown()).contains("| contender |");
+        return report.measurements();
+    }
+
+    private static void assertIdemExactlyOnce(List<Measurement> measurements) {
+        List<Measurement> idem = measurements.stream()
+                .filter(m -> m.contender().startsWith("idem-"))
+                .toList();
+        assertThat(idem)
+                .extracting(Measurement::contender)
+                .contains("idem-inbox", "idem-inbox-batch", "idem-state-machine", "idem-jdbc-lease");
+        for (Measurement m : idem) {
+            assertThat(m.run().finished()).as(m.contender() + " finished").isTrue();
+            assertThat(m.run().crashes()).as(m.contender() + " met crashes").isPositive();
+            assertThat(m.check()).as(m.contender()).isNotNull();
+            assertThat(m.check().lost()).as(m.contender() + " lost").isZero();
+            assertThat(m.check().doubled()).as(m.contender() + " doubled").isZero();
+            assertThat(m.check().accountsOff())
+                    .as(m.contender() + " balances off")
+                    .isZero();
+            assertThat(m.run().deadLettered())
+                    .as(m.contender() + " dead-lettered")
+                    .isZero();
+        }
+        assertThat(find(measurements, "no-guard").check().doubled()).isPositive();
+        assertThat(find(measurements, "si-jdbc").check().lost()).isPositive();
+    }
+
+    private static Measurement find(List<Measurement> measurements, String id) {
+        return measurements.stream()
+                .filter(m -> m.contender().equals(id))
+                .findFirst()
+                .orElseThrow();
+    }
+
+    @Test
+    void faultyStream_onH2_everyIdemContenderAppliesEachPaymentOnce() throws Exception {
+        assertIdemExactlyOnce(runUnderFaults("h2"));
+    }
+
+    @Test
+    void faultyStream_onPostgres_everyIdemContenderAppliesEachPaymentOnce() throws Exception {
+        assertIdemExactlyOnce(runUnderFaults("postgresql"));
+    }
+
+    @Test
+    void faultyStream_onMariaDb_everyIdemContenderAppliesEachPaymentOnce() throws Exception {
+        assertIdemExactlyOnce(runUnderFaults("mariadb"));
+    }
+}

@@ -1,0 +1,103 @@
+package dev.idem.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.Fingerprint;
+import dev.idem.Guard;
+import dev.idem.Outcome;
+import dev.idem.testkit.ReadmeSnippets;
+import dev.idem.testkit.TestDatabase;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+
+class ReadmeJdbcExampleTest {
+    private static final Path SOURCE = Path.of("src/test/java/dev/idem/jdbc/ReadmeJdbcExampleTest.java");
+
+    record Message(String key, byte[] body, long amount, long accountId) {}
+
+    private final List<Message> mails = new ArrayList<>();
+    private final Mailer mailer = mails::add;
+
+    interface Mailer {
+        void send(Message message);
+    }
+
+    @Test
+    void readmeInboxExample_compilesRuns_andIsShownVerbatim() throws SQLException {
+        try (TestDatabase db = TestDatabase.h2("ReadmeJdbcExampleTest")) {
+            db.execute("CREATE TABLE account (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL)");
+            db.execute("INSERT INTO account VALUES (7, 100)");
+            JdbcInbox.builder(db.dataSource())
+                    .createTableIfMissing(true)
+                    .namespace("setup")
+                    .build();
+            Message message = new Message("pay-1", new byte[] {1}, 30, 7);
+
+            List<Outcome.Type> outcomes = new ArrayList<>();
+            for (int delivery = 0; delivery < 2; delivery++) {
+                outcomes.add(inbox(db.dataSource(), message).type());
+            }
+
+            assertThat(outcomes).containsExactly(Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE);
+            try (Connection c = db.connection();
+                    ResultSet rs = c.createStatement().executeQuery("SELECT balance FROM account")) {
+                rs.next();
+                assertThat(rs.getLong(1)).isEqualTo(70);
+            }
+        }
+        ReadmeSnippets.assertShown(SOURCE, "inbox");
+    }
+
+    private static Outcome inbox(DataSource dataSource, Message message) {
+        // readme:inbox begin
+        JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace("payments").build();
+
+        Outcome outcome = inbox.handle(message.key(), Fingerprint.of(message.body()), connection -> {
+            try (var debit = connection.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?")) {
+                debit.setLong(1, message.amount());
+                debit.setLong(2, message.accountId());
+                debit.executeUpdate(); // same transaction as the mark
+            }
+            return Outcome.processed(); // PROCESSED/DUPLICATE commit; anything else rolls back
+        });
+        // readme:inbox end
+        return outcome;
+    }
+
+    @Test
+    void readmeLeaseExample_compilesRuns_andIsShownVerbatim() {
+        try (TestDatabase db = TestDatabase.h2("ReadmeJdbcExampleTest")) {
+            JdbcStore.builder(db.dataSource()).createTableIfMissing(true).build();
+            DataSource dataSource = db.dataSource();
+            Message message = new Message("mail-1", new byte[] {1}, 0, 0);
+            ScheduledExecutorService scheduler = Executors.newSingleThreadScheduledExecutor();
+            try {
+                // readme:lease begin
+                JdbcStore store = JdbcStore.builder(dataSource)
+                        .useDatabaseClock(true) // nodes with skewed clocks agree on lease ends
+                        .build();
+                Guard guard = Guard.builder(store).namespace("mailer").build();
+                Outcome outcome = guard.run(message.key(), () -> mailer.send(message));
+
+                store.schedulePurge(scheduler, Duration.ofMinutes(5)); // or store.purgeExpired(): the count
+                // readme:lease end
+                assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+                assertThat(guard.run(message.key(), () -> mailer.send(message)).type())
+                        .isEqualTo(Outcome.Type.DUPLICATE);
+                assertThat(mails).hasSize(1);
+            } finally {
+                scheduler.shutdownNow();
+            }
+        }
+        ReadmeSnippets.assertShown(SOURCE, "lease");
+    }
+}

@@ -16,6 +16,8 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -205,7 +207,7 @@ final class Lab {
         List<StrategyRun> runs = new ArrayList<>();
         try {
             long deadline = System.nanoTime() + CONSUME_DEADLINE.toNanos();
-            List<java.util.concurrent.Future<?>> futures = new ArrayList<>();
+            List<Future<?>> futures = new ArrayList<>();
             for (Strategy s : strategies) {
                 StrategyRun run = new StrategyRun(s, bootstrap, topic, end, faults, secondConsumer, admin);
                 runs.add(run);
@@ -214,13 +216,13 @@ final class Lab {
             long consumeStart = System.nanoTime();
             long total = inTopic * strategies.size();
             progress.start("consuming (" + strategies.size() + " groups)", total);
-            while (!futures.stream().allMatch(java.util.concurrent.Future::isDone)) {
+            while (!futures.stream().allMatch(Future::isDone)) {
                 Thread.sleep(200);
                 progress.update(
                         runs.stream().mapToLong(StrategyRun::committedRecords).sum());
             }
             progress.finish();
-            for (java.util.concurrent.Future<?> fu : futures) {
+            for (Future<?> fu : futures) {
                 fu.get();
             }
             env.add(new LabResult.Entry(
@@ -329,7 +331,7 @@ final class Lab {
         return String.format(Locale.ROOT, "%.1f%%", rate * 100);
     }
 
-    private static java.util.concurrent.ThreadFactory daemon(String name) {
+    private static ThreadFactory daemon(String name) {
         return r -> {
             Thread t = new Thread(r, name);
             t.setDaemon(true);

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
+import java.util.Set;
 
 /**
  * The lab's settings, from the command line. Immutable.
@@ -33,7 +34,7 @@ record LabOptions(
 
     static final int DEFAULT_ORDERS = 3000;
 
-    private static final java.util.Set<String> VALUED = java.util.Set.of(
+    private static final Set<String> VALUED = Set.of(
             "--orders",
             "--partitions",
             "--kafka-bootstrap",

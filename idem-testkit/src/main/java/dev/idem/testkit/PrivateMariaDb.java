@@ -9,7 +9,6 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A private MariaDB: {@code mariadb-install-db} (root without password, database {@code test}), then {@code mariadbd}
@@ -25,7 +24,6 @@ final class PrivateMariaDb extends PrivateServer {
 
     private final Path data;
     private final Path log;
-    private @Nullable Process process;
 
     private PrivateMariaDb(Path directory, int port) {
         super("MariaDB", directory, port);
@@ -81,23 +79,7 @@ final class PrivateMariaDb extends PrivateServer {
         if (PrivateServer.isRoot()) {
             command.add("--user=root");
         }
-        Process started = spawn(command, log);
-        process = started;
-        recordProcess(started);
-        awaitReady(started, this::greets);
-    }
-
-    @Override
-    void shutdown() {
-        if (process != null) {
-            terminate(process);
-            process = null;
-        }
-    }
-
-    @Override
-    List<ProcessHandle> processes() {
-        return withDescendants(process == null ? null : process.toHandle());
+        launchForeground(command, log, this::greets);
     }
 
     /** True once the server sends its protocol-10 handshake (an unready server sends an error packet instead). */

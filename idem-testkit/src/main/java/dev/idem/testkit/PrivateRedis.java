@@ -10,7 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
-import org.jspecify.annotations.Nullable;
 
 /**
  * A private Redis, started the way the machine starts the shared one: no RDB snapshots, no AOF, so that a stop, a
@@ -21,7 +20,6 @@ final class PrivateRedis extends PrivateServer {
     private static final Path SERVER = Path.of("/usr/bin/redis-server");
 
     private final Path log;
-    private @Nullable Process process;
 
     private PrivateRedis(Path directory, int port) {
         super("Redis", directory, port);
@@ -49,7 +47,7 @@ final class PrivateRedis extends PrivateServer {
 
     @Override
     void launch() {
-        Process started = spawn(
+        launchForeground(
                 List.of(
                         SERVER.toString(),
                         "--port",
@@ -64,23 +62,8 @@ final class PrivateRedis extends PrivateServer {
                         "no",
                         "--dir",
                         directory().toString()),
-                log);
-        process = started;
-        recordProcess(started);
-        awaitReady(started, this::answersPing);
-    }
-
-    @Override
-    void shutdown() {
-        if (process != null) {
-            terminate(process);
-            process = null;
-        }
-    }
-
-    @Override
-    List<ProcessHandle> processes() {
-        return withDescendants(process == null ? null : process.toHandle());
+                log,
+                this::answersPing);
     }
 
     private boolean answersPing() {

@@ -234,11 +234,28 @@ public abstract sealed class PrivateServer implements AutoCloseable
     /** Starts the server and returns once it answers, or throws with the tail of its log. */
     abstract void launch();
 
-    /** Stops the server gracefully and returns once it has exited. */
-    abstract void shutdown();
+    /** Stops the server gracefully and returns once it has exited. Default: the foreground process, if any. */
+    void shutdown() {
+        if (foreground != null) {
+            terminate(foreground);
+            foreground = null;
+        }
+    }
 
-    /** The server's processes, parents first; empty when it is not running. */
-    abstract List<ProcessHandle> processes();
+    /** The server's processes, parents first; empty when it is not running. Default: the foreground process tree. */
+    List<ProcessHandle> processes() {
+        return withDescendants(foreground == null ? null : foreground.toHandle());
+    }
+
+    /** For a server that runs in the foreground: starts it, notes its pid and waits until {@code ready}. */
+    final void launchForeground(List<String> command, Path log, Supplier<Boolean> ready) {
+        Process started = spawn(command, log);
+        foreground = started;
+        recordProcess(started);
+        awaitReady(started, ready);
+    }
+
+    private @Nullable Process foreground;
 
     /** Called when {@link #kill()} has killed every process. */
     void afterKill() {}

@@ -15,8 +15,10 @@ import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import javax.sql.DataSource;
 
 /**
@@ -203,6 +205,42 @@ final class Bank {
             }
             throw e;
         }
+    }
+
+    /**
+     * The hand-written batch claim: one multi-row insert of {@code sortedKeys} (distinct, in one order every
+     * transaction shares, so that concurrent batches holding the same keys wait instead of deadlocking), {@code ON
+     * CONFLICT DO NOTHING RETURNING id} on PostgreSQL, {@code INSERT IGNORE … RETURNING id} on MariaDB (10.5+); on
+     * H2, which has neither, one insert per key in the same order. Returns the keys that were new.
+     */
+    Set<String> insertProcessedAll(Connection c, List<String> sortedKeys) throws SQLException {
+        Set<String> inserted = new HashSet<>();
+        if (sortedKeys.isEmpty()) {
+            return inserted;
+        }
+        if (engine == Engine.H2) {
+            for (String key : sortedKeys) {
+                if (insertProcessed(c, key)) {
+                    inserted.add(key);
+                }
+            }
+            return inserted;
+        }
+        String values = String.join(", ", Collections.nCopies(sortedKeys.size(), "(?)"));
+        String sql = engine == Engine.POSTGRESQL
+                ? "INSERT INTO processed (id) VALUES " + values + " ON CONFLICT DO NOTHING RETURNING id"
+                : "INSERT IGNORE INTO processed (id) VALUES " + values + " RETURNING id";
+        try (PreparedStatement ps = c.prepareStatement(sql)) {
+            for (int i = 0; i < sortedKeys.size(); i++) {
+                ps.setString(i + 1, sortedKeys.get(i));
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    inserted.add(rs.getString(1));
+                }
+            }
+        }
+        return inserted;
     }
 
     static boolean isDeadlock(Throwable e) {

@@ -55,6 +55,7 @@ public final class EndToEnd {
             "idem-state-machine",
             "idem-jdbc-lease",
             "idem-redis",
+            "idem-redis-batch",
             "camel-jdbc",
             "si-jdbc",
             "redis-setnx");
@@ -238,6 +239,7 @@ public final class EndToEnd {
                 JdbcContenders.stateMachine(),
                 JdbcContenders.jdbcLease(),
                 RedisContenders.idemRedis(),
+                RedisContenders.idemRedisBatch(batch),
                 AnchorContenders.camel(),
                 AnchorContenders.springIntegration(),
                 RedisContenders.setNxRecipe());

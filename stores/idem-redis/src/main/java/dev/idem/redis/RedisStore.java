@@ -218,6 +218,10 @@ public final class RedisStore implements IdempotencyStore {
     }
 
     private void witnessed(String namespace, String epoch, long token) {
+        Witness known = witnesses.get(namespace);
+        if (known != null && known.epoch().equals(epoch) && known.token() >= token) {
+            return; // nothing new (a duplicate, or a token below one seen): no write to the shared map
+        }
         witnesses.merge(
                 namespace,
                 new Witness(epoch, token),

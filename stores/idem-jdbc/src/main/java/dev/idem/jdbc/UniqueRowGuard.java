@@ -4,7 +4,6 @@ import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Savepoint;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -23,7 +22,7 @@ import org.jspecify.annotations.Nullable;
  * }</pre>
  *
  * Never aborts the caller's transaction: on PostgreSQL the insert carries {@code ON CONFLICT (key) DO NOTHING}; on
- * MySQL/MariaDB and H2 it runs inside a savepoint and a duplicate-key error rolls back to it. A concurrent,
+ * MySQL/MariaDB and H2 a duplicate-key error rolls back only the statement, and is answered {@code DUPLICATE}. A concurrent,
  * uncommitted insert of the same key makes this one wait; it then sees {@code DUPLICATE} (the first committed) or
  * inserts (the first rolled back). Immutable and thread-safe.
  */
@@ -70,9 +69,12 @@ public final class UniqueRowGuard {
         return Transactions.inTransaction(dataSource, c -> insertOnce(c, row, onInserted));
     }
 
+    /**
+     * MariaDB/MySQL and H2 roll back only the failed statement on a duplicate key, never the transaction, so the
+     * caller's transaction stays usable without a savepoint (and its two extra round trips).
+     */
     private static boolean insertUnlessDuplicate(Connection c, String insert, List<@Nullable Object> values)
             throws SQLException {
-        Savepoint before = c.getAutoCommit() ? null : c.setSavepoint();
         try {
             Statements.update(c, insert, values);
             return true;
@@ -80,22 +82,7 @@ public final class UniqueRowGuard {
             if (!SqlErrors.isDuplicateKey(e)) {
                 throw e;
             }
-            if (before != null) {
-                c.rollback(before);
-            }
             return false;
-        } finally {
-            if (before != null) {
-                releaseQuietly(c, before);
-            }
-        }
-    }
-
-    private static void releaseQuietly(Connection c, Savepoint savepoint) {
-        try {
-            c.releaseSavepoint(savepoint);
-        } catch (SQLException ignored) {
-            // already released by the rollback on some drivers
         }
     }
 

@@ -1,36 +1,8 @@
 package dev.idem.jdbc;
 
-import dev.idem.spi.NodeIdLeaseStore;
-import dev.idem.testkit.NodeIdLeaseStoreContract;
-import dev.idem.testkit.TestDatabase;
-import java.time.Clock;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-
-class H2NodeIdLeaseStoreContractTest extends NodeIdLeaseStoreContract {
-    static TestDatabase db;
-
-    @BeforeAll
-    static void start() {
-        db = TestDatabase.h2("H2NodeIdLeaseStoreContractTest");
-        JdbcNodeIdLeaseStore.builder(db.dataSource()).createTableIfMissing(true).build();
-    }
-
-    @AfterAll
-    static void stop() {
-        db.close();
-    }
-
+class H2NodeIdLeaseStoreContractTest extends JdbcNodeIdLeaseStoreContract {
     @Override
-    protected NodeIdLeaseStore createStore(Clock clock) {
-        return JdbcNodeIdLeaseStore.builder(db.dataSource()).clock(clock).build();
-    }
-
-    @Override
-    protected NodeIdLeaseStore createUnavailableStore(Clock clock) {
-        return JdbcNodeIdLeaseStore.builder(UrlDataSource.unreachable(JdbcStore.Dialect.H2))
-                .dialect(JdbcStore.Dialect.H2)
-                .clock(clock)
-                .build();
+    JdbcStore.Dialect dialect() {
+        return JdbcStore.Dialect.H2;
     }
 }

@@ -1,36 +1,8 @@
 package dev.idem.jdbc;
 
-import dev.idem.spi.NodeIdLeaseStore;
-import dev.idem.testkit.NodeIdLeaseStoreContract;
-import dev.idem.testkit.TestDatabase;
-import java.time.Clock;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-
-class MariaDbNodeIdLeaseStoreContractTest extends NodeIdLeaseStoreContract {
-    static TestDatabase db;
-
-    @BeforeAll
-    static void start() {
-        db = TestDatabase.mariadb("MariaDbNodeIdLeaseStoreContractTest");
-        JdbcNodeIdLeaseStore.builder(db.dataSource()).createTableIfMissing(true).build();
-    }
-
-    @AfterAll
-    static void stop() {
-        db.close();
-    }
-
+class MariaDbNodeIdLeaseStoreContractTest extends JdbcNodeIdLeaseStoreContract {
     @Override
-    protected NodeIdLeaseStore createStore(Clock clock) {
-        return JdbcNodeIdLeaseStore.builder(db.dataSource()).clock(clock).build();
-    }
-
-    @Override
-    protected NodeIdLeaseStore createUnavailableStore(Clock clock) {
-        return JdbcNodeIdLeaseStore.builder(UrlDataSource.unreachable(JdbcStore.Dialect.MARIADB))
-                .dialect(JdbcStore.Dialect.MARIADB)
-                .clock(clock)
-                .build();
+    JdbcStore.Dialect dialect() {
+        return JdbcStore.Dialect.MARIADB;
     }
 }

@@ -1,0 +1,28 @@
+package dev.idem.jdbc;
+
+import dev.idem.testkit.TestDatabase;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * One test database per test class, opened on first use and dropped when the test JVM exits. The contract suites
+ * run under both JUnit Jupiter and jqwik, whose class lifecycles do not nest, so neither engine's before/after-class
+ * hook can own the database.
+ */
+final class PerClassDatabase {
+    private static final Map<Class<?>, TestDatabase> OPEN = new ConcurrentHashMap<>();
+
+    private PerClassDatabase() {}
+
+    static TestDatabase of(Class<?> testClass, JdbcStore.Dialect dialect) {
+        return OPEN.computeIfAbsent(testClass, c -> {
+            TestDatabase db = switch (dialect) {
+                case POSTGRESQL -> TestDatabase.postgres(c.getSimpleName());
+                case MARIADB, MYSQL -> TestDatabase.mariadb(c.getSimpleName());
+                case H2 -> TestDatabase.h2(c.getSimpleName());
+            };
+            Runtime.getRuntime().addShutdownHook(new Thread(db::close, "drop-" + db.name()));
+            return db;
+        });
+    }
+}

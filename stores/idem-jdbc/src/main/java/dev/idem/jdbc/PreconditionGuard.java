@@ -5,7 +5,6 @@ import dev.idem.Outcome;
 import java.math.BigDecimal;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -50,14 +49,10 @@ public final class PreconditionGuard {
         }
     }
 
-    private final String table;
-    private final String idColumn;
-    private final String column;
+    private final GuardedRow guarded;
 
-    private PreconditionGuard(Builder b) {
-        this.table = b.table;
-        this.idColumn = b.idColumn;
-        this.column = b.column;
+    private PreconditionGuard(GuardedRow guarded) {
+        this.guarded = guarded;
     }
 
     public static Builder builder() {
@@ -80,20 +75,12 @@ public final class PreconditionGuard {
             Classifier classifier,
             SideEffect onApplied)
             throws SQLException {
-        String sql = "UPDATE " + table + " SET " + column + " = ?" + also.sql() + " WHERE " + idColumn + " = ? AND "
-                + column + " = ?";
-        List<@Nullable Object> params = new ArrayList<>();
-        params.add(newValue);
-        params.addAll(also.values());
-        params.add(id);
-        params.add(expected);
-        if (Statements.update(c, sql, params) == 1) {
+        String column = guarded.column();
+        if (guarded.changed(c, column + " = ?", List.of(newValue), also, id, column + " = ?", List.of(expected))) {
             onApplied.run(c);
             return Outcome.processed(column + " " + expected + " → " + newValue);
         }
-        Optional<Object> current = Statements.queryValue(
-                c, "SELECT " + column + " FROM " + table + " WHERE " + idColumn + " = ?", List.of(id));
-        return classifier.classify(current, expected, newValue);
+        return classifier.classify(guarded.current(c, id), expected, newValue);
     }
 
     /** The default form in a transaction of its own: commit when final, roll back otherwise. */
@@ -109,24 +96,10 @@ public final class PreconditionGuard {
     }
 
     /** Builds a {@link PreconditionGuard}; names are checked as SQL identifiers. */
-    public static final class Builder {
-        private @Nullable String table;
-        private String idColumn = "id";
+    public static final class Builder extends BusinessGuardBuilder<Builder> {
         private @Nullable String column;
 
         private Builder() {}
-
-        /** Required: the business table. */
-        public Builder table(String table) {
-            this.table = Schema.identifier("table", table);
-            return this;
-        }
-
-        /** Default {@code id}. */
-        public Builder idColumn(String column) {
-            this.idColumn = Schema.identifier("idColumn", column);
-            return this;
-        }
 
         /** Required: the guarded column. */
         public Builder column(String column) {
@@ -135,10 +108,11 @@ public final class PreconditionGuard {
         }
 
         public PreconditionGuard build() {
-            if (table == null || column == null) {
-                throw new ConfigurationException("a PreconditionGuard needs .table(...) and .column(...)");
+            if (column == null) {
+                throw new ConfigurationException(
+                        "a PreconditionGuard needs the guarded column: call .column(\"balance\")");
             }
-            return new PreconditionGuard(this);
+            return new PreconditionGuard(row("PreconditionGuard", column, "accounts"));
         }
     }
 }

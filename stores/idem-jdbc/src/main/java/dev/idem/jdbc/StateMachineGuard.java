@@ -8,9 +8,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
-import java.util.Optional;
 import javax.sql.DataSource;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Applies state-machine events to rows of a business table with one conditional update, so the row guards itself:
@@ -28,15 +26,11 @@ import org.jspecify.annotations.Nullable;
  */
 public final class StateMachineGuard {
     private final StateMachine machine;
-    private final String table;
-    private final String idColumn;
-    private final String statusColumn;
+    private final GuardedRow status;
 
-    private StateMachineGuard(Builder b) {
-        this.machine = b.machine;
-        this.table = b.table;
-        this.idColumn = b.idColumn;
-        this.statusColumn = b.statusColumn;
+    private StateMachineGuard(StateMachine machine, GuardedRow status) {
+        this.machine = machine;
+        this.status = status;
     }
 
     public static Builder builder(StateMachine machine) {
@@ -60,21 +54,13 @@ public final class StateMachineGuard {
             throws SQLException {
         String target = machine.targetOf(event);
         List<String> from = new ArrayList<>(machine.sourcesOf(event));
-        String sql = "UPDATE " + table + " SET " + statusColumn + " = ?" + also.sql() + " WHERE " + idColumn
-                + " = ? AND " + statusColumn + " IN (" + String.join(", ", Collections.nCopies(from.size(), "?"))
-                + ")";
-        List<@Nullable Object> params = new ArrayList<>();
-        params.add(target);
-        params.addAll(also.values());
-        params.add(id);
-        params.addAll(from);
-        if (Statements.update(c, sql, params) == 1) {
+        String inSources = status.column() + " IN (" + String.join(", ", Collections.nCopies(from.size(), "?")) + ")";
+        if (status.changed(c, status.column() + " = ?", List.of(target), also, id, inSources, List.copyOf(from))) {
             onApplied.run(c);
             return Outcome.processed(event + ": " + String.join("|", from) + " → " + target);
         }
-        Optional<Object> current = Statements.queryValue(
-                c, "SELECT " + statusColumn + " FROM " + table + " WHERE " + idColumn + " = ?", List.of(id));
-        return machine.classify(event, current.map(String::valueOf).orElse(null));
+        return machine.classify(
+                event, status.current(c, id).map(String::valueOf).orElse(null));
     }
 
     /** Applies {@code event} in a transaction of its own, running {@code onApplied} only if it applied. */
@@ -91,26 +77,12 @@ public final class StateMachineGuard {
     }
 
     /** Builds a {@link StateMachineGuard}; names are checked as SQL identifiers. */
-    public static final class Builder {
+    public static final class Builder extends BusinessGuardBuilder<Builder> {
         private final StateMachine machine;
-        private @Nullable String table;
-        private String idColumn = "id";
         private String statusColumn = "status";
 
         private Builder(StateMachine machine) {
             this.machine = Objects.requireNonNull(machine, "machine");
-        }
-
-        /** Required: the business table, e.g. {@code orders} or {@code shop.orders}. */
-        public Builder table(String table) {
-            this.table = Schema.identifier("table", table);
-            return this;
-        }
-
-        /** The key column. Default {@code id}. */
-        public Builder idColumn(String column) {
-            this.idColumn = Schema.identifier("idColumn", column);
-            return this;
         }
 
         /** The column holding the state. Default {@code status}. */
@@ -120,11 +92,7 @@ public final class StateMachineGuard {
         }
 
         public StateMachineGuard build() {
-            if (table == null) {
-                throw new dev.idem.ConfigurationException(
-                        "a StateMachineGuard needs the business table: call .table(\"orders\")");
-            }
-            return new StateMachineGuard(this);
+            return new StateMachineGuard(machine, row("StateMachineGuard", statusColumn, "orders"));
         }
     }
 }

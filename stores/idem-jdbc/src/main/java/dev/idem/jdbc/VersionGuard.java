@@ -1,14 +1,11 @@
 package dev.idem.jdbc;
 
-import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 import javax.sql.DataSource;
-import org.jspecify.annotations.Nullable;
 
 /**
  * Optimistic-lock guard: a message that carries the version it was produced against applies once, with {@code
@@ -25,14 +22,10 @@ import org.jspecify.annotations.Nullable;
  * OUT_OF_ORDER}. Immutable and thread-safe.
  */
 public final class VersionGuard {
-    private final String table;
-    private final String idColumn;
-    private final String versionColumn;
+    private final GuardedRow version;
 
-    private VersionGuard(Builder b) {
-        this.table = b.table;
-        this.idColumn = b.idColumn;
-        this.versionColumn = b.versionColumn;
+    private VersionGuard(GuardedRow version) {
+        this.version = version;
     }
 
     public static Builder builder() {
@@ -42,27 +35,23 @@ public final class VersionGuard {
     /** Applies the change to row {@code id} if it is at {@code expectedVersion}, on the caller's transaction. */
     public Outcome apply(Connection c, Object id, long expectedVersion, Assignments also, SideEffect onApplied)
             throws SQLException {
-        String sql = "UPDATE " + table + " SET " + versionColumn + " = " + versionColumn + " + 1" + also.sql()
-                + " WHERE " + idColumn + " = ? AND " + versionColumn + " = ?";
-        List<@Nullable Object> params = new ArrayList<>(also.values());
-        params.add(id);
-        params.add(expectedVersion);
-        if (Statements.update(c, sql, params) == 1) {
+        String column = version.column();
+        if (version.changed(
+                c, column + " = " + column + " + 1", List.of(), also, id, column + " = ?", List.of(expectedVersion))) {
             onApplied.run(c);
             return Outcome.processed("version " + expectedVersion + " → " + (expectedVersion + 1));
         }
-        Optional<Object> current = Statements.queryValue(
-                c, "SELECT " + versionColumn + " FROM " + table + " WHERE " + idColumn + " = ?", List.of(id));
+        Optional<Object> current = version.current(c, id);
         if (current.isEmpty()) {
             return Outcome.outOfOrder("row " + id + " does not exist yet: retry until it is created");
         }
-        long version = ((Number) current.get()).longValue();
-        if (version > expectedVersion) {
+        long found = ((Number) current.get()).longValue();
+        if (found > expectedVersion) {
             return Outcome.duplicate(
-                    "already applied: the row is at version " + version + ", the message expected " + expectedVersion);
+                    "already applied: the row is at version " + found + ", the message expected " + expectedVersion);
         }
-        if (version < expectedVersion) {
-            return Outcome.outOfOrder("the row is at version " + version + ", the message expects " + expectedVersion
+        if (found < expectedVersion) {
+            return Outcome.outOfOrder("the row is at version " + found + ", the message expects " + expectedVersion
                     + ": an earlier message has not applied yet, retry later");
         }
         return Outcome.outOfOrder("the row moved past version " + expectedVersion + " concurrently: retry");
@@ -75,24 +64,10 @@ public final class VersionGuard {
     }
 
     /** Builds a {@link VersionGuard}; names are checked as SQL identifiers. */
-    public static final class Builder {
-        private @Nullable String table;
-        private String idColumn = "id";
+    public static final class Builder extends BusinessGuardBuilder<Builder> {
         private String versionColumn = "version";
 
         private Builder() {}
-
-        /** Required: the business table. */
-        public Builder table(String table) {
-            this.table = Schema.identifier("table", table);
-            return this;
-        }
-
-        /** Default {@code id}. */
-        public Builder idColumn(String column) {
-            this.idColumn = Schema.identifier("idColumn", column);
-            return this;
-        }
 
         /** An integer column. Default {@code version}. */
         public Builder versionColumn(String column) {
@@ -101,10 +76,7 @@ public final class VersionGuard {
         }
 
         public VersionGuard build() {
-            if (table == null) {
-                throw new ConfigurationException("a VersionGuard needs the business table: call .table(\"accounts\")");
-            }
-            return new VersionGuard(this);
+            return new VersionGuard(row("VersionGuard", versionColumn, "accounts"));
         }
     }
 }

@@ -388,26 +388,41 @@ abstract class InboxTestBase {
 
     // ---------------------------------------------------------------- concurrent copies
 
+    /** A first copy of "p1" that has written its payment and keeps its transaction open until {@code release}. */
+    private record HeldCopy(CompletableFuture<Outcome> outcome, CountDownLatch release) {}
+
+    /** Starts the first copy; {@code ending} decides how it ends once released (answer, or throw). */
+    private HeldCopy holdFirstCopy(JdbcInbox inbox, TransactionalHandler ending) throws InterruptedException {
+        CountDownLatch wrote = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        CompletableFuture<Outcome> outcome = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
+            pay("p1", 1, 10).handle(c);
+            wrote.countDown();
+            release.await();
+            return ending.handle(c);
+        }));
+        wrote.await();
+        return new HeldCopy(outcome, release);
+    }
+
+    /** Starts the second copy of "p1" and checks it is blocked on the first copy's uncommitted mark. */
+    private CompletableFuture<Outcome> blockedCopy(JdbcInbox inbox) {
+        CompletableFuture<Outcome> copy =
+                CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, pay("p1", 1, 10)));
+        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !copy.isDone());
+        return copy;
+    }
+
     @Test
     @Timeout(60)
     void copy_whileFirstIsUncommitted_waitsForIt_andIsDuplicate_afterItCommits() throws Exception {
         JdbcInbox inbox = inbox();
-        CountDownLatch firstWrote = new CountDownLatch(1);
-        CountDownLatch letFirstCommit = new CountDownLatch(1);
-        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
-            pay("p1", 1, 10).handle(c);
-            firstWrote.countDown();
-            letFirstCommit.await();
-            return Outcome.processed();
-        }));
-        firstWrote.await();
+        HeldCopy first = holdFirstCopy(inbox, c -> Outcome.processed());
+        CompletableFuture<Outcome> copy = blockedCopy(inbox);
 
-        CompletableFuture<Outcome> copy =
-                CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, pay("p1", 1, 10)));
-        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !copy.isDone());
-        letFirstCommit.countDown();
+        first.release().countDown();
 
-        assertThat(first.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(first.outcome().get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(copy.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.DUPLICATE);
         assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
         assertThat(ledgerRows("p1")).isEqualTo(1);
@@ -417,22 +432,14 @@ abstract class InboxTestBase {
     @Timeout(60)
     void copy_whileFirstIsUncommitted_runs_afterTheFirstRollsBack() throws Exception {
         JdbcInbox inbox = inbox();
-        CountDownLatch firstWrote = new CountDownLatch(1);
-        CountDownLatch letFirstEnd = new CountDownLatch(1);
-        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
-            pay("p1", 1, 10).handle(c);
-            firstWrote.countDown();
-            letFirstEnd.await();
+        HeldCopy first = holdFirstCopy(inbox, c -> {
             throw new IllegalStateException("first copy fails");
-        }));
-        firstWrote.await();
+        });
+        CompletableFuture<Outcome> copy = blockedCopy(inbox);
 
-        CompletableFuture<Outcome> copy =
-                CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, pay("p1", 1, 10)));
-        await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !copy.isDone());
-        letFirstEnd.countDown();
+        first.release().countDown();
 
-        assertThat(first.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(first.outcome().get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.FAILED);
         assertThat(copy.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
         assertThat(ledgerRows("p1")).isEqualTo(1);
@@ -442,21 +449,13 @@ abstract class InboxTestBase {
     @Timeout(60)
     void copy_whileFirstHoldsTheKeyLongerThanLockWait_isInProgress() throws Exception {
         JdbcInbox inbox = inboxBuilder().lockWait(Duration.ofSeconds(1)).build();
-        CountDownLatch firstWrote = new CountDownLatch(1);
-        CountDownLatch letFirstCommit = new CountDownLatch(1);
-        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
-            pay("p1", 1, 10).handle(c);
-            firstWrote.countDown();
-            letFirstCommit.await();
-            return Outcome.processed();
-        }));
-        firstWrote.await();
+        HeldCopy first = holdFirstCopy(inbox, c -> Outcome.processed());
 
         Outcome copy = inbox.handle("p1", null, pay("p1", 1, 10));
-        letFirstCommit.countDown();
+        first.release().countDown();
 
         assertThat(copy.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
-        assertThat(first.get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(first.outcome().get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(inbox.handle("p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
         assertThat(ledgerRows("p1")).isEqualTo(1);
     }

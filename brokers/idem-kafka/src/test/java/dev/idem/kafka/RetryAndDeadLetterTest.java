@@ -17,13 +17,22 @@ class RetryAndDeadLetterTest {
     private static final RetryPolicy THREE_FAST =
             new RetryPolicy(Duration.ofMillis(50), 1.0, Duration.ofMillis(50), 3, 0.0);
 
-    @Test
-    void failingRecord_isRetriedBeforeLaterRecords_thenDeadLetteredAfterTheBound() throws Exception {
-        String topic = KafkaFixture.topic("retrybound", 1);
+    /** What a consumer saw, in order, and what it dead-lettered. */
+    private record Run(List<String> seen, List<ConsumerRecord<byte[], byte[]>> deadLetters) {
+        String deadLetterHeader(String name) {
+            assertThat(deadLetters).hasSize(1);
+            return KafkaFixture.header(deadLetters.get(0), name);
+        }
+    }
+
+    /** Produces the keys in order on one partition and consumes them until all are committed. */
+    private static Run consume(String name, RecordHandler<String, String> handler, String... keys) throws Exception {
+        String topic = KafkaFixture.topic(name, 1);
         String group = topic + "-group";
         try (KafkaProducer<String, String> producer = KafkaFixture.producer()) {
-            KafkaFixture.send(producer, topic, 0, "bad", "x");
-            KafkaFixture.send(producer, topic, 0, "good", "y");
+            for (String key : keys) {
+                KafkaFixture.send(producer, topic, 0, key, "value of " + key);
+            }
         }
         List<String> seen = new CopyOnWriteArrayList<>();
         try (var consumer = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(group))
@@ -32,60 +41,54 @@ class RetryAndDeadLetterTest {
                 .retryPolicy(THREE_FAST)
                 .handler((key, record) -> {
                     seen.add(key);
-                    if (key.equals("bad")) {
-                        throw new IllegalStateException("downstream unavailable");
-                    }
-                    return Outcome.processed();
+                    return handler.handle(key, record);
                 })
                 .build()
                 .start()) {
             KafkaFixture.awaitAllCommitted(group, topic);
         }
+        return new Run(seen, KafkaFixture.readAll(topic + "-dlt"));
+    }
 
-        assertThat(seen).as("partition order kept through the retries").containsExactly("bad", "bad", "bad", "good");
-        List<ConsumerRecord<byte[], byte[]>> dead = KafkaFixture.readAll(topic + "-dlt");
-        assertThat(dead).hasSize(1);
-        assertThat(KafkaFixture.header(dead.get(0), IdempotentKafkaConsumer.DLT_OUTCOME))
-                .isEqualTo("FAILED");
-        assertThat(KafkaFixture.header(dead.get(0), IdempotentKafkaConsumer.DLT_ATTEMPTS))
-                .isEqualTo("3");
-        assertThat(KafkaFixture.header(dead.get(0), IdempotentKafkaConsumer.DLT_REASON))
+    @Test
+    void failingRecord_isRetriedBeforeLaterRecords_thenDeadLetteredAfterTheBound() throws Exception {
+        Run run = consume(
+                "retrybound",
+                (key, record) -> {
+                    if (key.equals("bad")) {
+                        throw new IllegalStateException("downstream unavailable");
+                    }
+                    return Outcome.processed();
+                },
+                "bad",
+                "good");
+
+        assertThat(run.seen())
+                .as("partition order kept through the retries")
+                .containsExactly("bad", "bad", "bad", "good");
+        assertThat(run.deadLetterHeader(IdempotentKafkaConsumer.DLT_OUTCOME)).isEqualTo("FAILED");
+        assertThat(run.deadLetterHeader(IdempotentKafkaConsumer.DLT_ATTEMPTS)).isEqualTo("3");
+        assertThat(run.deadLetterHeader(IdempotentKafkaConsumer.DLT_REASON))
                 .contains("gave up after 3 attempts", "downstream unavailable");
     }
 
     @Test
     void rejectedOutcome_isDeadLetteredAtOnce_withItsReason() throws Exception {
-        String topic = KafkaFixture.topic("rejected", 1);
-        String group = topic + "-group";
-        try (KafkaProducer<String, String> producer = KafkaFixture.producer()) {
-            KafkaFixture.send(producer, topic, 0, "10086:PAY", "pay a cancelled order");
-            KafkaFixture.send(producer, topic, 0, "10087:PAY", "pay");
-        }
-        List<String> seen = new CopyOnWriteArrayList<>();
-        try (var consumer = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(group))
-                .topics(topic)
-                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
-                .retryPolicy(THREE_FAST)
-                .handler((key, record) -> {
-                    seen.add(key);
+        Run run = consume(
+                "rejected",
+                (key, record) -> {
                     if (key.equals("10086:PAY")) {
                         throw new DeadLetterException("order 10086 is CANCELLED: PAY is not allowed", null);
                     }
                     return Outcome.processed();
-                })
-                .build()
-                .start()) {
-            KafkaFixture.awaitAllCommitted(group, topic);
-        }
+                },
+                "10086:PAY",
+                "10087:PAY");
 
-        assertThat(seen).containsExactly("10086:PAY", "10087:PAY");
-        List<ConsumerRecord<byte[], byte[]>> dead = KafkaFixture.readAll(topic + "-dlt");
-        assertThat(dead).hasSize(1);
-        assertThat(KafkaFixture.header(dead.get(0), IdempotentKafkaConsumer.DLT_OUTCOME))
-                .isEqualTo("REJECTED");
-        assertThat(KafkaFixture.header(dead.get(0), IdempotentKafkaConsumer.DLT_ATTEMPTS))
-                .isEqualTo("1");
-        assertThat(KafkaFixture.header(dead.get(0), IdempotentKafkaConsumer.DLT_REASON))
+        assertThat(run.seen()).containsExactly("10086:PAY", "10087:PAY");
+        assertThat(run.deadLetterHeader(IdempotentKafkaConsumer.DLT_OUTCOME)).isEqualTo("REJECTED");
+        assertThat(run.deadLetterHeader(IdempotentKafkaConsumer.DLT_ATTEMPTS)).isEqualTo("1");
+        assertThat(run.deadLetterHeader(IdempotentKafkaConsumer.DLT_REASON))
                 .isEqualTo("order 10086 is CANCELLED: PAY is not allowed");
     }
 }

@@ -3,6 +3,8 @@ package dev.idem.demo;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Outcome;
+import dev.idem.jdbc.TransactionalHandler;
+import dev.idem.jdbc.Transactions;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -17,14 +19,8 @@ import javax.sql.DataSource;
  * at the start of each run), the expected outcome of every order ({@code lab_expected}), and transactions.
  */
 final class LabDatabase implements AutoCloseable {
-
-    /** Runs in a transaction; the outcome says whether to commit (final) or roll back. */
-    @FunctionalInterface
-    interface Work {
-        Outcome run(Connection c) throws Exception;
-    }
-
     private final HikariDataSource dataSource;
+
     private final String url;
     private final String product;
 
@@ -140,27 +136,8 @@ final class LabDatabase implements AutoCloseable {
     }
 
     /** Runs {@code work} in a transaction: commit when its outcome is final, roll back otherwise or on error. */
-    Outcome inTransaction(Work work) {
-        try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
-            try {
-                Outcome outcome = work.run(c);
-                if (outcome.isFinal()) {
-                    c.commit();
-                } else {
-                    c.rollback();
-                }
-                return outcome;
-            } catch (Exception e) {
-                c.rollback();
-                if (e instanceof InterruptedException) {
-                    Thread.currentThread().interrupt();
-                }
-                return Outcome.failed("transaction rolled back: " + rootMessage(e), e);
-            }
-        } catch (SQLException e) {
-            return Outcome.failed("database unavailable: " + rootMessage(e), e);
-        }
+    Outcome inTransaction(TransactionalHandler work) {
+        return Transactions.run(dataSource, work);
     }
 
     long queryLong(String sql) throws SQLException {

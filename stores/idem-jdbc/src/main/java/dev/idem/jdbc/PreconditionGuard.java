@@ -85,7 +85,7 @@ public final class PreconditionGuard {
 
     /** The default form in a transaction of its own: commit when final, roll back otherwise. */
     public Outcome apply(DataSource dataSource, Object id, Object expected, Object newValue, SideEffect onApplied) {
-        return Transactions.inTransaction(dataSource, c -> apply(c, id, expected, newValue, onApplied));
+        return Transactions.run(dataSource, c -> apply(c, id, expected, newValue, onApplied));
     }
 
     static boolean sameValue(Object a, Object b) {

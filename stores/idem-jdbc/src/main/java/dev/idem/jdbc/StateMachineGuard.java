@@ -73,7 +73,7 @@ public final class StateMachineGuard {
      * when the outcome is final ({@code PROCESSED}, {@code DUPLICATE}), rolls back otherwise.
      */
     public Outcome apply(DataSource dataSource, Object id, String event, Assignments also, SideEffect onApplied) {
-        return Transactions.inTransaction(dataSource, c -> apply(c, id, event, also, onApplied));
+        return Transactions.run(dataSource, c -> apply(c, id, event, also, onApplied));
     }
 
     /** Builds a {@link StateMachineGuard}; names are checked as SQL identifiers. */

@@ -6,31 +6,41 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import javax.sql.DataSource;
 
-/** Runs guarded work in a transaction of its own: commit when the outcome is final, roll back otherwise. */
-final class Transactions {
+/**
+ * Runs guarded work in a transaction of its own: commits when the outcome is final ({@code PROCESSED}, {@code
+ * DUPLICATE}), rolls back otherwise. Use it to combine business guards in one transaction, e.g. create-or-apply:
+ *
+ * <pre>{@code
+ * Outcome o = Transactions.run(dataSource, c -> event.isCreate()
+ *         ? newOrders.insertOnce(c, row, SideEffect.NONE)
+ *         : orders.apply(c, event.orderId(), event.type(), Assignments.of(), charge));
+ * }</pre>
+ *
+ * Never throws for a message-level problem: a {@link DeadLetterException} ends {@code REJECTED}, any other exception
+ * or an unreachable database ends {@code FAILED}, both rolled back.
+ */
+public final class Transactions {
     private Transactions() {}
 
-    @FunctionalInterface
-    interface Work {
-        Outcome run(Connection c) throws SQLException;
-    }
-
-    static Outcome inTransaction(DataSource dataSource, Work work) {
+    public static Outcome run(DataSource dataSource, TransactionalHandler work) {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
-                Outcome outcome = work.run(c);
+                Outcome outcome = work.handle(c);
                 if (outcome.isFinal()) {
                     c.commit();
                 } else {
                     c.rollback();
                 }
                 return outcome;
-            } catch (SQLException | RuntimeException e) {
+            } catch (Exception e) {
                 c.rollback();
                 if (e instanceof DeadLetterException dead) {
                     return Outcome.rejected(dead.getMessage(), dead);
+                }
+                if (e instanceof InterruptedException) {
+                    Thread.currentThread().interrupt();
                 }
                 return Outcome.failed("transaction rolled back: " + e, e);
             } finally {

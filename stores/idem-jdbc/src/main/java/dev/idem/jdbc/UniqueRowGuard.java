@@ -66,7 +66,7 @@ public final class UniqueRowGuard {
 
     /** The same in a transaction of its own: commit when final, roll back otherwise. */
     public Outcome insertOnce(DataSource dataSource, Map<String, ?> row, SideEffect onInserted) {
-        return Transactions.inTransaction(dataSource, c -> insertOnce(c, row, onInserted));
+        return Transactions.run(dataSource, c -> insertOnce(c, row, onInserted));
     }
 
     /**

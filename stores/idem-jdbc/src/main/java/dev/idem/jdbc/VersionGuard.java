@@ -60,7 +60,7 @@ public final class VersionGuard {
     /** The same in a transaction of its own: commit when final, roll back otherwise. */
     public Outcome apply(
             DataSource dataSource, Object id, long expectedVersion, Assignments also, SideEffect onApplied) {
-        return Transactions.inTransaction(dataSource, c -> apply(c, id, expectedVersion, also, onApplied));
+        return Transactions.run(dataSource, c -> apply(c, id, expectedVersion, also, onApplied));
     }
 
     /** Builds a {@link VersionGuard}; names are checked as SQL identifiers. */

@@ -145,13 +145,8 @@ public final class Guard implements AutoCloseable {
         Outcome outcome;
         try (LeaseWatchdog.Watch ignored = watchdog == null ? null : watchdog.watch(key, claim.owner())) {
             outcome = Objects.requireNonNull(handler.handle(context), "a handler must return an Outcome, not null");
-        } catch (DeadLetterException e) {
-            outcome = Outcome.rejected(e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            outcome = Outcome.failed("handler interrupted", e);
         } catch (Exception e) {
-            outcome = Outcome.failed("handler threw " + e.getClass().getName() + ": " + e.getMessage(), e);
+            outcome = Outcome.ofException(e);
         } catch (Error e) {
             release(key, claim.owner());
             throw e;
@@ -200,10 +195,8 @@ public final class Guard implements AutoCloseable {
         try {
             Outcome outcome = handler.handle(new HandlingContext(key, "unguarded", 0, false));
             return outcome.withReason(outcome.reason() + " (unguarded: store unavailable, fail-open)");
-        } catch (DeadLetterException ex) {
-            return Outcome.rejected(ex.getMessage(), ex);
         } catch (Exception ex) {
-            return Outcome.failed("handler threw " + ex.getClass().getName() + ": " + ex.getMessage(), ex);
+            return Outcome.ofException(ex);
         }
     }
 

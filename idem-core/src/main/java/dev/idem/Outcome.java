@@ -109,6 +109,21 @@ public final class Outcome {
         return new Outcome(Type.REJECTED, reason, null, null, cause);
     }
 
+    /**
+     * The outcome of a handler that threw {@code e}: {@code REJECTED} for a {@link DeadLetterException}, else {@code
+     * FAILED} naming the exception (an {@link InterruptedException} also restores the thread's interrupt flag).
+     */
+    public static Outcome ofException(Exception e) {
+        if (e instanceof DeadLetterException dead) {
+            return rejected(dead.getMessage(), dead);
+        }
+        if (e instanceof InterruptedException) {
+            Thread.currentThread().interrupt();
+            return failed("handler interrupted", e);
+        }
+        return failed("handler threw " + e.getClass().getName() + ": " + e.getMessage(), e);
+    }
+
     public Type type() {
         return type;
     }

@@ -1,7 +1,6 @@
 package dev.idem.kafka;
 
 import dev.idem.ConfigurationException;
-import dev.idem.DeadLetterException;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import java.nio.charset.StandardCharsets;
@@ -496,13 +495,8 @@ public final class IdempotentKafkaConsumer<K, V> implements AutoCloseable {
     private Outcome runHandler(String key, ConsumerRecord<K, V> record) {
         try {
             return Objects.requireNonNull(handler.handle(key, record), "a handler must return an Outcome, not null");
-        } catch (DeadLetterException e) {
-            return Outcome.rejected(e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return Outcome.failed("handler interrupted", e);
         } catch (Exception e) {
-            return Outcome.failed("handler threw " + describe(e), e);
+            return Outcome.ofException(e);
         }
     }
 

@@ -1,7 +1,6 @@
 package dev.idem.jdbc;
 
 import dev.idem.ConfigurationException;
-import dev.idem.DeadLetterException;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.InvalidKeyException;
@@ -381,16 +380,11 @@ public final class JdbcInbox {
         Outcome outcome;
         try {
             outcome = Objects.requireNonNull(p.handler.handle(c), "a handler must return an Outcome, not null");
-        } catch (DeadLetterException e) {
-            outcome = Outcome.rejected(e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            outcome = Outcome.failed("handler interrupted", e);
         } catch (Exception e) {
             if (SqlErrors.isDeadlock(e)) {
                 throw e instanceof SQLException s ? s : new SQLException("deadlock in the handler", "40001", e);
             }
-            outcome = Outcome.failed("handler threw " + e.getClass().getName() + ": " + e.getMessage(), e);
+            outcome = Outcome.ofException(e);
         }
         if (outcome.isFinal()) {
             outcome = confirmCommittable(c, p, owner, outcome);

@@ -36,13 +36,7 @@ public final class Transactions {
                 return outcome;
             } catch (Exception e) {
                 c.rollback();
-                if (e instanceof DeadLetterException dead) {
-                    return Outcome.rejected(dead.getMessage(), dead);
-                }
-                if (e instanceof InterruptedException) {
-                    Thread.currentThread().interrupt();
-                }
-                return Outcome.failed("transaction rolled back: " + e, e);
+                return Outcome.ofException(e);
             } finally {
                 c.setAutoCommit(autoCommit);
             }

@@ -29,8 +29,13 @@ import org.jspecify.annotations.Nullable;
  * switch (outcome.action()) { case ACK -> ack(); case RETRY -> retryLater(); case DEAD_LETTER -> deadLetter(); }
  * }</pre>
  *
- * <p>Never throws for a message-level problem: every handling ends in an {@link Outcome}, and a bad key or
- * fingerprint in {@link Outcome.Type#REJECTED}. An {@link Outcome.Type#IN_PROGRESS} answer for a key held by another
+ * <p>Never throws: every handling ends in an {@link Outcome} (a bad key or fingerprint in {@link
+ * Outcome.Type#REJECTED}), whatever the store throws: a claim that fails answers {@link Outcome.Type#IN_PROGRESS}
+ * (only a {@link StoreUnavailableException} is eligible for {@link StoreFailurePolicy#FAIL_OPEN}; any other store
+ * failure never runs a handler unguarded), a completion or release that fails keeps the handler's outcome and is
+ * reported to the listener. The one exception is an {@link Error} thrown by a handler: it is a crash, and passes
+ * through untouched, leaving the claim to end with its lease (the redelivery then takes it over, with {@link
+ * HandlingContext#tookOver()} true); only an {@link Exception} releases a claim. An {@link Outcome.Type#IN_PROGRESS} answer for a key held by another
  * consumer hints {@link Outcome#retryAfter()} = this guard's lease: the latest a holder claiming with these settings
  * can still hold it, stated without comparing this JVM's clock with the store's (the holder's deadline, in the
  * store's clock, is in the reason). Other retries carry no hint: the broker adapter's {@link RetryPolicy} decides.
@@ -51,6 +56,8 @@ public final class Guard implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Guard.class.getName());
     private static final Duration MIN_POLL = Duration.ofMillis(1);
     private static final Duration MAX_POLL = Duration.ofMillis(200);
+    /** Longest lease, retention or wait a guard accepts. */
+    private static final Duration MAX_SETTING = Duration.ofDays(36_500);
 
     private final IdempotencyStore store;
     private final String namespace;
@@ -59,7 +66,9 @@ public final class Guard implements AutoCloseable {
     private final SafeListener listener;
     private final StoreFailurePolicy storeFailurePolicy;
     private final Duration waitForInProgress;
+    private final String source;
     private final @Nullable LeaseWatchdog watchdog;
+    private volatile boolean closed;
 
     private Guard(Builder b) {
         this.store = b.store;
@@ -69,7 +78,8 @@ public final class Guard implements AutoCloseable {
         this.listener = new SafeListener(b.listener);
         this.storeFailurePolicy = b.storeFailurePolicy;
         this.waitForInProgress = b.waitForInProgress;
-        this.watchdog = b.watchdog ? new LeaseWatchdog(store, listener, lease) : null;
+        this.source = store.describe();
+        this.watchdog = b.watchdog ? new LeaseWatchdog(store, source, listener, lease) : null;
     }
 
     /** A guard with every default: 30 s lease, 7 day retention, fail closed, retry in-progress duplicates later. */
@@ -95,6 +105,9 @@ public final class Guard implements AutoCloseable {
      */
     public Outcome handle(Delivery delivery, Handler handler) {
         long start = System.nanoTime();
+        if (closed) {
+            return reportHandled(null, refusedClosed(), start);
+        }
         IdempotencyKey key;
         try {
             key = IdempotencyKey.of(namespace, delivery.key());
@@ -115,6 +128,13 @@ public final class Guard implements AutoCloseable {
      */
     public List<Outcome> handleAll(List<Delivery> deliveries, Handler handler) {
         long start = System.nanoTime();
+        if (closed) {
+            List<Outcome> refused = new ArrayList<>();
+            for (int i = 0; i < deliveries.size(); i++) {
+                refused.add(reportHandled(null, refusedClosed(), start));
+            }
+            return refused;
+        }
         Batch batch = new Batch(deliveries);
         batch.claim();
         batch.runAndComplete(handler);
@@ -124,16 +144,26 @@ public final class Guard implements AutoCloseable {
         return Arrays.asList(batch.outcomes);
     }
 
+    private Outcome refusedClosed() {
+        return Outcome.inProgress(
+                "guard is closed (namespace " + namespace + "): nothing ran; the message stays unacknowledged"
+                        + " for a live consumer (stop consuming before closing the guard)",
+                null);
+    }
+
     private Outcome handleValid(IdempotencyKey key, Delivery delivery, Handler handler) {
         ClaimRequest request = ClaimRequest.of(key, newOwner(), lease).withFingerprint(delivery.fingerprint());
-        long waitUntil = System.nanoTime() + waitForInProgress.toNanos();
+        long waitStart = System.nanoTime();
+        long waitNanos = waitForInProgress.toNanos();
         Duration poll = MIN_POLL;
         while (true) {
             ClaimResult claim;
             try {
-                claim = store.claim(request);
+                claim = Objects.requireNonNull(store.claim(request), "the store answered a claim with null");
             } catch (StoreUnavailableException e) {
                 return storeUnavailable(key, delivery, 0, handler, e);
+            } catch (RuntimeException e) {
+                return storeFailed(key, "claim", e);
             }
             if (!(claim instanceof ClaimResult.InProgress busy)) {
                 return answerClaim(key, delivery, 0, claim, handler);
@@ -141,7 +171,7 @@ public final class Guard implements AutoCloseable {
             if (mismatch(delivery.fingerprint(), busy.fingerprint())) {
                 return keyReused(key);
             }
-            if (System.nanoTime() + poll.toNanos() > waitUntil) {
+            if (System.nanoTime() - waitStart + poll.toNanos() > waitNanos) {
                 return inProgress(busy);
             }
             if (!sleep(poll)) {
@@ -182,10 +212,8 @@ public final class Guard implements AutoCloseable {
             outcome = Objects.requireNonNull(handler.handle(context), "a handler must return an Outcome, not null");
         } catch (Exception e) {
             outcome = Outcome.ofException(e);
-        } catch (Error e) {
-            release(key, claim.owner());
-            throw e;
         }
+        // An Error passes above untouched: a crash keeps the claim, which ends with its lease.
         if (!outcome.isFinal()) {
             release(key, claim.owner());
         }
@@ -193,12 +221,15 @@ public final class Guard implements AutoCloseable {
     }
 
     private Outcome complete(IdempotencyKey key, String owner, Outcome outcome) {
+        UpdateResult done;
         try {
-            return completed(
-                    key, outcome, store.complete(key, owner, outcome.result().orElse(null), retention));
-        } catch (StoreUnavailableException e) {
+            done = Objects.requireNonNull(
+                    store.complete(key, owner, outcome.result().orElse(null), retention),
+                    "the store answered a completion with null");
+        } catch (RuntimeException e) {
             return completionNotRecorded(key, outcome, e);
         }
+        return completed(key, outcome, done);
     }
 
     private Outcome completed(IdempotencyKey key, Outcome outcome, UpdateResult done) {
@@ -211,8 +242,8 @@ public final class Guard implements AutoCloseable {
         return outcome.withReason(outcome.reason() + "; " + message);
     }
 
-    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, StoreUnavailableException e) {
-        String message = "effect applied but its completion was not recorded (" + e.getMessage()
+    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, RuntimeException e) {
+        String message = "effect applied but its completion was not recorded (" + describe(e)
                 + "); a redelivery after the lease ends would apply it again";
         warn(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED, key, message);
         return outcome.withReason(outcome.reason() + "; " + message);
@@ -221,17 +252,29 @@ public final class Guard implements AutoCloseable {
     private void release(IdempotencyKey key, String owner) {
         try {
             store.release(key, owner);
-        } catch (StoreUnavailableException e) {
+        } catch (RuntimeException e) {
             warn(
                     IdempotencyEvent.Type.RELEASE_FAILED,
                     key,
-                    "claim not released (" + e.getMessage() + "); redeliveries wait until the lease ends");
+                    "claim not released (" + describe(e) + "); redeliveries wait until the lease ends");
         }
+    }
+
+    /** A store call failed in a way that is not "unavailable" (a driver bug, an overflow): retry later, run nothing. */
+    private Outcome storeFailed(IdempotencyKey key, String operation, RuntimeException e) {
+        String message = source + " failed on " + operation + " (" + describe(e) + "); nothing ran, retry later";
+        warn(IdempotencyEvent.Type.STORE_UNAVAILABLE, key, message);
+        return Outcome.inProgress(message, null);
+    }
+
+    private static String describe(RuntimeException e) {
+        return e instanceof StoreUnavailableException ? e.getMessage() : e.toString();
     }
 
     private Outcome storeUnavailable(
             IdempotencyKey key, Delivery delivery, int index, Handler handler, StoreUnavailableException e) {
         if (storeFailurePolicy == StoreFailurePolicy.FAIL_CLOSED) {
+            warn(IdempotencyEvent.Type.STORE_UNAVAILABLE, key, e.getMessage() + "; nothing ran, retry later");
             return Outcome.inProgress(e.getMessage(), null);
         }
         warn(IdempotencyEvent.Type.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
@@ -278,7 +321,7 @@ public final class Guard implements AutoCloseable {
     private IdempotencyEvent.Builder event(IdempotencyEvent.Type type) {
         return IdempotencyEvent.builder(type, namespace)
                 .guardKind(GuardKind.LEASE)
-                .source(store.describe());
+                .source(source);
     }
 
     private static boolean sleep(Duration d) {
@@ -304,12 +347,14 @@ public final class Guard implements AutoCloseable {
         return store;
     }
 
-    /** Stops the lease watchdog. Does not close the store. */
+    /**
+     * Closes the guard: later calls run nothing and answer {@link Outcome.Type#IN_PROGRESS} saying the guard is
+     * closed (the message is retried by a live consumer; it is never counted as a handler failure). Handlings already
+     * running finish normally, their leases still extended. Does not close the store. Idempotent.
+     */
     @Override
     public void close() {
-        if (watchdog != null) {
-            watchdog.close();
-        }
+        closed = true;
     }
 
     /** One {@link #handleAll} call: validation, the one claim round trip, the handlers, the one completion. */
@@ -326,6 +371,9 @@ public final class Guard implements AutoCloseable {
 
         @Nullable
         StoreUnavailableException unavailable;
+
+        @Nullable
+        RuntimeException failure;
 
         Batch(List<Delivery> deliveries) {
             this.deliveries = List.copyOf(deliveries);
@@ -362,34 +410,34 @@ public final class Guard implements AutoCloseable {
                 requests.add(ClaimRequest.of(key(i), newOwner(), lease)
                         .withFingerprint(deliveries.get(i).fingerprint()));
             }
+            if (requests.isEmpty()) {
+                return;
+            }
             try {
-                claims.addAll(requests.isEmpty() ? List.of() : store.claimAll(requests));
+                List<ClaimResult> answers = store.claimAll(requests);
+                if (answers.size() != requests.size() || answers.contains(null)) {
+                    throw new IllegalStateException(
+                            "the store answered " + answers.size() + " claims for " + requests.size() + " requests");
+                }
+                claims.addAll(answers);
             } catch (StoreUnavailableException e) {
                 unavailable = e;
+            } catch (RuntimeException e) {
+                failure = e;
             }
         }
 
         void runAndComplete(Handler handler) {
             List<Completion> completions = new ArrayList<>();
             List<Integer> completing = new ArrayList<>();
-            for (int n = 0; n < claimed.size(); n++) {
-                int i = claimed.get(n);
-                StoreUnavailableException down = unavailable;
-                if (down != null) {
-                    outcomes[i] = storeUnavailable(key(i), deliveries.get(i), i, handler, down);
-                    continue;
+            try {
+                for (int n = 0; n < claimed.size(); n++) {
+                    int i = claimed.get(n);
+                    outcomes[i] = handleClaimed(n, i, handler, completions, completing);
                 }
-                ClaimResult claim = claims.get(n);
-                if (!(claim instanceof ClaimResult.Acquired acquired)) {
-                    outcomes[i] = answerClaim(key(i), deliveries.get(i), i, claim, handler);
-                    continue;
-                }
-                outcomes[i] = runClaimed(key(i), deliveries.get(i), i, acquired, handler);
-                if (outcomes[i].isFinal()) {
-                    completions.add(Completion.of(
-                            key(i), acquired.owner(), outcomes[i].result().orElse(null), retention));
-                    completing.add(i);
-                }
+            } catch (Error crash) {
+                completeAll(completions, completing); // what was applied before the crash is recorded
+                throw crash;
             }
             completeAll(completions, completing);
             copyOf.forEach((copy, first) -> outcomes[copy] = outcomes[first].isFinal()
@@ -398,20 +446,49 @@ public final class Guard implements AutoCloseable {
                             "same key earlier in this batch, not applied: " + outcomes[first].reason(), null));
         }
 
+        private Outcome handleClaimed(
+                int n, int i, Handler handler, List<Completion> completions, List<Integer> completing) {
+            StoreUnavailableException down = unavailable;
+            if (down != null) {
+                return storeUnavailable(key(i), deliveries.get(i), i, handler, down);
+            }
+            RuntimeException failed = failure;
+            if (failed != null) {
+                return storeFailed(key(i), "claimAll", failed);
+            }
+            ClaimResult claim = claims.get(n);
+            if (!(claim instanceof ClaimResult.Acquired acquired)) {
+                return answerClaim(key(i), deliveries.get(i), i, claim, handler);
+            }
+            Outcome outcome = runClaimed(key(i), deliveries.get(i), i, acquired, handler);
+            if (outcome.isFinal()) {
+                completions.add(
+                        Completion.of(key(i), acquired.owner(), outcome.result().orElse(null), retention));
+                completing.add(i);
+            }
+            return outcome;
+        }
+
         private void completeAll(List<Completion> completions, List<Integer> completing) {
             if (completions.isEmpty()) {
                 return;
             }
+            List<UpdateResult> results;
             try {
-                List<UpdateResult> results = store.completeAll(completions);
-                for (int n = 0; n < completing.size(); n++) {
-                    int i = completing.get(n);
-                    outcomes[i] = completed(key(i), outcomes[i], results.get(n));
+                results = store.completeAll(completions);
+                if (results.size() != completions.size() || results.contains(null)) {
+                    throw new IllegalStateException(
+                            "the store answered " + results.size() + " completions for " + completions.size());
                 }
-            } catch (StoreUnavailableException e) {
+            } catch (RuntimeException e) {
                 for (int i : completing) {
                     outcomes[i] = completionNotRecorded(key(i), outcomes[i], e);
                 }
+                return;
+            }
+            for (int n = 0; n < completing.size(); n++) {
+                int i = completing.get(n);
+                outcomes[i] = completed(key(i), outcomes[i], results.get(n));
             }
         }
 
@@ -474,7 +551,7 @@ public final class Guard implements AutoCloseable {
             if (bound == null || bound.isNegative()) {
                 throw new ConfigurationException("waitForInProgress must be zero or positive, got " + bound);
             }
-            this.waitForInProgress = bound;
+            this.waitForInProgress = bounded("waitForInProgress", bound);
             return this;
         }
 
@@ -499,6 +576,15 @@ public final class Guard implements AutoCloseable {
         private static Duration positive(String name, Duration value) {
             if (value == null || value.isNegative() || value.isZero()) {
                 throw new ConfigurationException(name + " must be a positive duration, got " + value);
+            }
+            return bounded(name, value);
+        }
+
+        /** Refuses what would overflow the stores' and the guard's time arithmetic (e.g. ChronoUnit.FOREVER). */
+        private static Duration bounded(String name, Duration value) {
+            if (value.compareTo(MAX_SETTING) > 0) {
+                throw new ConfigurationException(name + " must be at most " + MAX_SETTING.toDays() + " days (about 100"
+                        + " years), got " + value + ": a longer one overflows the time arithmetic of the stores");
             }
             return value;
         }

@@ -124,7 +124,9 @@ public final class Guard implements AutoCloseable {
      * IdempotencyStore#completeAll} records the final ones; the others are released. Returns one outcome per
      * delivery, in input order. A key repeated within the batch runs once; its later copies answer {@code DUPLICATE}
      * if the first ended final, else {@code IN_PROGRESS}. Keys held by other consumers answer {@code IN_PROGRESS} at
-     * once (a batch does not wait).
+     * once (a batch does not wait). The watchdog extends every claim of the batch from the claim round trip until
+     * the completions are recorded. An {@link Error} from a handler records the completions of the handlings that
+     * finished before it and passes through; the claims it leaves end with their leases, as after any crash.
      */
     public List<Outcome> handleAll(List<Delivery> deliveries, Handler handler) {
         long start = System.nanoTime();
@@ -184,7 +186,7 @@ public final class Guard implements AutoCloseable {
     /** The outcome of one claim answer: run the handler when acquired, else say what the store holds. */
     private Outcome answerClaim(IdempotencyKey key, Delivery delivery, int index, ClaimResult claim, Handler handler) {
         if (claim instanceof ClaimResult.Acquired acquired) {
-            Outcome outcome = runClaimed(key, delivery, index, acquired, handler);
+            Outcome outcome = runClaimed(key, delivery, index, acquired, handler, null);
             return outcome.isFinal() ? complete(key, acquired.owner(), outcome) : outcome;
         }
         if (claim instanceof ClaimResult.Done done) {
@@ -202,22 +204,42 @@ public final class Guard implements AutoCloseable {
                 "in progress by another consumer until " + busy.leaseUntil() + " (store clock)", lease);
     }
 
-    /** Runs the handler under the watchdog; releases the claim unless the outcome is final (left to complete). */
+    /**
+     * Runs the handler under the watchdog ({@code held}: a watch the caller keeps until it records the completion,
+     * else one for the handler's run only); releases the claim unless the outcome is final (left to complete). An
+     * Error passes untouched: a crash keeps the claim, which ends with its lease.
+     */
     private Outcome runClaimed(
-            IdempotencyKey key, Delivery delivery, int index, ClaimResult.Acquired claim, Handler handler) {
+            IdempotencyKey key,
+            Delivery delivery,
+            int index,
+            ClaimResult.Acquired claim,
+            Handler handler,
+            LeaseWatchdog.@Nullable Watch held) {
         var context = new HandlingContext(
                 key, delivery, index, claim.owner(), claim.fencingToken(), claim instanceof ClaimResult.TakenOver);
+        LeaseWatchdog.Watch watch = held != null ? held : watch(key, claim.owner());
         Outcome outcome;
-        try (LeaseWatchdog.Watch ignored = watchdog == null ? null : watchdog.watch(key, claim.owner())) {
+        try {
             outcome = Objects.requireNonNull(handler.handle(context), "a handler must return an Outcome, not null");
         } catch (Exception e) {
             outcome = Outcome.ofException(e);
+        } finally {
+            if (held == null && watch != null) {
+                watch.close();
+            }
         }
-        // An Error passes above untouched: a crash keeps the claim, which ends with its lease.
         if (!outcome.isFinal()) {
+            if (watch != null) {
+                watch.close();
+            }
             release(key, claim.owner());
         }
         return outcome;
+    }
+
+    private LeaseWatchdog.@Nullable Watch watch(IdempotencyKey key, String owner) {
+        return watchdog == null ? null : watchdog.watch(key, owner);
     }
 
     private Outcome complete(IdempotencyKey key, String owner, Outcome outcome) {
@@ -430,16 +452,31 @@ public final class Guard implements AutoCloseable {
         void runAndComplete(Handler handler) {
             List<Completion> completions = new ArrayList<>();
             List<Integer> completing = new ArrayList<>();
+            // Every claim of the batch is extended from the claim round trip until its completion is recorded.
+            List<LeaseWatchdog.@Nullable Watch> watches = new ArrayList<>();
             try {
+                for (int n = 0; n < claims.size(); n++) {
+                    watches.add(
+                            claims.get(n) instanceof ClaimResult.Acquired a
+                                    ? watch(key(claimed.get(n)), a.owner())
+                                    : null);
+                }
                 for (int n = 0; n < claimed.size(); n++) {
                     int i = claimed.get(n);
-                    outcomes[i] = handleClaimed(n, i, handler, completions, completing);
+                    outcomes[i] = handleClaimed(
+                            n, i, handler, n < watches.size() ? watches.get(n) : null, completions, completing);
                 }
+                completeAll(completions, completing);
             } catch (Error crash) {
                 completeAll(completions, completing); // what was applied before the crash is recorded
                 throw crash;
+            } finally {
+                watches.forEach(w -> {
+                    if (w != null) {
+                        w.close();
+                    }
+                });
             }
-            completeAll(completions, completing);
             copyOf.forEach((copy, first) -> outcomes[copy] = outcomes[first].isFinal()
                     ? Outcome.duplicate("same key earlier in this batch, applied")
                     : Outcome.inProgress(
@@ -447,7 +484,12 @@ public final class Guard implements AutoCloseable {
         }
 
         private Outcome handleClaimed(
-                int n, int i, Handler handler, List<Completion> completions, List<Integer> completing) {
+                int n,
+                int i,
+                Handler handler,
+                LeaseWatchdog.@Nullable Watch watch,
+                List<Completion> completions,
+                List<Integer> completing) {
             StoreUnavailableException down = unavailable;
             if (down != null) {
                 return storeUnavailable(key(i), deliveries.get(i), i, handler, down);
@@ -460,7 +502,7 @@ public final class Guard implements AutoCloseable {
             if (!(claim instanceof ClaimResult.Acquired acquired)) {
                 return answerClaim(key(i), deliveries.get(i), i, claim, handler);
             }
-            Outcome outcome = runClaimed(key(i), deliveries.get(i), i, acquired, handler);
+            Outcome outcome = runClaimed(key(i), deliveries.get(i), i, acquired, handler, watch);
             if (outcome.isFinal()) {
                 completions.add(
                         Completion.of(key(i), acquired.owner(), outcome.result().orElse(null), retention));

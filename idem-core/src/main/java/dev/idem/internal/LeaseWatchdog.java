@@ -59,7 +59,8 @@ public final class LeaseWatchdog {
                     "lease extension failed, retried at the next tick: " + detail);
             return;
         }
-        if (result != UpdateResult.APPLIED) {
+        if (result != UpdateResult.APPLIED && !watch.closed) {
+            // (a tick still running when its handling completed or released sees NOT_OWNER/NOT_FOUND: not a loss)
             report(
                     IdempotencyEvent.Type.LEASE_LOST,
                     key,

@@ -226,6 +226,37 @@ class GuardFaultTest {
     }
 
     @Test
+    void handleAll_keepsTheClaimOfALaterDeliveryExtended_whileEarlierHandlersRun() throws Exception {
+        try (InMemoryStore realTime = InMemoryStore.create()) {
+            Guard g = Guard.builder(realTime)
+                    .namespace("payments")
+                    .lease(Duration.ofMillis(300))
+                    .build();
+            IdempotencyKey later = IdempotencyKey.of("payments", "b");
+            AtomicBoolean extended = new AtomicBoolean();
+
+            List<Outcome> outcomes = g.handleAll(List.of(Delivery.of("a"), Delivery.of("b")), ctx -> {
+                if (ctx.index() == 0) {
+                    Instant firstDeadline = realTime.lookup(later).orElseThrow().expiresAt();
+                    long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                    while (System.nanoTime() < giveUp && !extended.get()) {
+                        extended.set(realTime.lookup(later)
+                                .orElseThrow()
+                                .expiresAt()
+                                .isAfter(firstDeadline.plusMillis(150)));
+                        Thread.onSpinWait();
+                    }
+                }
+                return Outcome.processed();
+            });
+
+            assertThat(extended).as("b's claim extended while a's handler ran").isTrue();
+            assertThat(outcomes).extracting(Outcome::type).containsOnly(Outcome.Type.PROCESSED);
+            g.close();
+        }
+    }
+
+    @Test
     void closedGuard_refusesWithoutClaimingOrRunning_andNeverAnswersFailed() {
         Guard g = Guard.builder(store).namespace("payments").build();
         g.close();

@@ -171,18 +171,18 @@ class LeasedNodeIdTest {
     }
 
     /** A lease store whose first {@code failures} renewals throw a runtime exception that is not "unavailable". */
-    private static final class FlakyRenewals implements dev.idem.spi.NodeIdLeaseStore {
-        private final dev.idem.spi.NodeIdLeaseStore delegate;
+    private static final class FlakyRenewals implements dev.idem.id.spi.NodeIdLeaseStore {
+        private final dev.idem.id.spi.NodeIdLeaseStore delegate;
         private final java.util.concurrent.atomic.AtomicInteger failuresLeft;
         final CountDownLatch renewed = new CountDownLatch(1);
 
-        FlakyRenewals(dev.idem.spi.NodeIdLeaseStore delegate, int failures) {
+        FlakyRenewals(dev.idem.id.spi.NodeIdLeaseStore delegate, int failures) {
             this.delegate = delegate;
             this.failuresLeft = new java.util.concurrent.atomic.AtomicInteger(failures);
         }
 
         @Override
-        public java.util.Optional<dev.idem.spi.NodeIdGrant> acquire(
+        public java.util.Optional<dev.idem.id.spi.NodeIdGrant> acquire(
                 String space, String owner, int maxNodeId, Duration lease, Instant reservedUntil) {
             return delegate.acquire(space, owner, maxNodeId, lease, reservedUntil);
         }

@@ -8,7 +8,6 @@ import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
 import dev.idem.StoreUnavailableException;
 import dev.idem.internal.SafeListener;
-import dev.idem.jdbc.JdbcStore.Dialect;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;

@@ -4,7 +4,6 @@ import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyException;
 import dev.idem.IdempotencyKey;
 import dev.idem.StoreUnavailableException;
-import dev.idem.jdbc.JdbcStore.Dialect;
 import dev.idem.spi.NodeIdGrant;
 import dev.idem.spi.NodeIdLeaseStore;
 import dev.idem.spi.UpdateResult;

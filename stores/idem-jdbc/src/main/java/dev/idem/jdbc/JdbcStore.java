@@ -56,17 +56,6 @@ import org.jspecify.annotations.Nullable;
  */
 public final class JdbcStore implements IdempotencyStore {
 
-    /** The SQL dialects Idem speaks. Detected from the connection's product name unless set on the builder. */
-    public enum Dialect {
-        POSTGRESQL,
-        /** MariaDB 10.5 or later (sequences, {@code INSERT ... RETURNING}). */
-        MARIADB,
-        /** MySQL 8: transactional mode only (no sequences for lease-mode fencing tokens). */
-        MYSQL,
-        /** H2 2.x. */
-        H2
-    }
-
     private static final int CLAIM_ATTEMPTS = 100;
     private static final int DEADLOCK_RETRIES = 5;
 

@@ -1,6 +1,5 @@
 package dev.idem.jdbc;
 
-import dev.idem.jdbc.JdbcStore.Dialect;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

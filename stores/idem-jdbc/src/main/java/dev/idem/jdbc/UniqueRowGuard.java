@@ -29,7 +29,7 @@ import org.jspecify.annotations.Nullable;
 public final class UniqueRowGuard {
     private final String table;
     private final List<String> uniqueKey;
-    private volatile JdbcStore.@Nullable Dialect dialect;
+    private volatile @Nullable Dialect dialect;
 
     private UniqueRowGuard(Builder b) {
         this.table = b.table;
@@ -52,7 +52,7 @@ public final class UniqueRowGuard {
         columns.forEach(col -> values.add(row.get(col)));
         String insert = "INSERT INTO " + table + " (" + String.join(", ", columns) + ") VALUES ("
                 + String.join(", ", Collections.nCopies(columns.size(), "?")) + ")";
-        boolean inserted = dialect(c) == JdbcStore.Dialect.POSTGRESQL
+        boolean inserted = dialect(c) == Dialect.POSTGRESQL
                 ? Statements.update(
                                 c, insert + " ON CONFLICT (" + String.join(", ", uniqueKey) + ") DO NOTHING", values)
                         == 1
@@ -86,8 +86,8 @@ public final class UniqueRowGuard {
         }
     }
 
-    private JdbcStore.Dialect dialect(Connection c) throws SQLException {
-        JdbcStore.Dialect d = dialect;
+    private Dialect dialect(Connection c) throws SQLException {
+        Dialect d = dialect;
         if (d == null) {
             d = Schema.detect(c);
             dialect = d;

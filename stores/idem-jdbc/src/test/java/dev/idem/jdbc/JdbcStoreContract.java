@@ -6,7 +6,7 @@ import java.time.Clock;
 
 /** The store contract on one database; a subclass names the dialect. */
 abstract class JdbcStoreContract extends IdempotencyStoreContract {
-    abstract JdbcStore.Dialect dialect();
+    abstract Dialect dialect();
 
     @Override
     protected IdempotencyStore createStore(Clock clock) {

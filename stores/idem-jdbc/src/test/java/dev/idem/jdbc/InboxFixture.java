@@ -2,7 +2,7 @@ package dev.idem.jdbc;
 
 import dev.idem.Outcome;
 import dev.idem.testkit.MutableClock;
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

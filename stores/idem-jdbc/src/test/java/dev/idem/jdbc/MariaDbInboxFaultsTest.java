@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;

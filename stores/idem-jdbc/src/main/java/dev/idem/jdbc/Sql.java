@@ -68,11 +68,13 @@ final class Sql {
         return databaseNowMillis(dialect, c);
     }
 
-    /** The database's clock in epoch milliseconds. */
+    /** The database's clock in epoch milliseconds, read in UTC whatever the session's time zone. */
     static long databaseNowMillis(Dialect dialect, Connection c) throws SQLException {
         String query = switch (dialect) {
             case POSTGRESQL -> "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
-            case MARIADB, MYSQL -> "SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)";
+            // UTC, not the session's local time: NOW() cannot tell the two occurrences of a repeated DST hour apart.
+            case MARIADB, MYSQL ->
+                "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000";
             case H2 -> "SELECT CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
         };
         try (Statement s = c.createStatement();

@@ -83,8 +83,8 @@ abstract class InboxFaultsContract extends InboxFixture {
     @Test
     void purge_removesExpiredClaims_ofCrashedConsumers_andKeepsLiveOnes() throws SQLException {
         JdbcStore store = JdbcStore.builder(db.dataSource()).clock(clock).build();
-        store.claim(new ClaimRequest(IdempotencyKey.of(namespace, "crashed"), "o", null, Duration.ofMinutes(1)));
-        store.claim(new ClaimRequest(IdempotencyKey.of(namespace, "running"), "o", null, Duration.ofHours(1)));
+        store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "crashed"), "o", Duration.ofMinutes(1)));
+        store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "running"), "o", Duration.ofHours(1)));
         clock.advance(Duration.ofMinutes(2));
 
         store.purgeExpired();

@@ -81,8 +81,8 @@ class MariaDbDatabaseClockTest {
                     .createTableIfMissing(true)
                     .build();
 
-            ClaimResult claimed = store.claim(new ClaimRequest(
-                    IdempotencyKey.of("dst", "k" + now.getEpochSecond()), "o", null, Duration.ofMinutes(1)));
+            ClaimResult claimed = store.claim(
+                    ClaimRequest.of(IdempotencyKey.of("dst", "k" + now.getEpochSecond()), "o", Duration.ofMinutes(1)));
 
             assertThat(((ClaimResult.Claimed) claimed).leaseUntil()).isEqualTo(now.plus(Duration.ofMinutes(1)));
         }

@@ -75,6 +75,7 @@ public final class PreconditionGuard {
             Classifier classifier,
             SideEffect onApplied)
             throws SQLException {
+        OwnTransaction.requireTransaction(c, "PreconditionGuard");
         String column = guarded.column();
         if (guarded.changed(c, column + " = ?", List.of(newValue), also, id, column + " = ?", List.of(expected))) {
             onApplied.run(c);

@@ -52,6 +52,7 @@ public final class StateMachineGuard {
      */
     public Outcome apply(Connection c, Object id, String event, Assignments also, SideEffect onApplied)
             throws SQLException {
+        OwnTransaction.requireTransaction(c, "StateMachineGuard");
         String target = machine.targetOf(event);
         List<String> from = new ArrayList<>(machine.sourcesOf(event));
         String inSources = status.column() + " IN (" + String.join(", ", Collections.nCopies(from.size(), "?")) + ")";

@@ -2,8 +2,6 @@ package dev.idem.jdbc;
 
 import dev.idem.DeadLetterException;
 import dev.idem.Outcome;
-import java.sql.Connection;
-import java.sql.SQLException;
 import javax.sql.DataSource;
 
 /**
@@ -23,25 +21,6 @@ public final class Transactions {
     private Transactions() {}
 
     public static Outcome run(DataSource dataSource, TransactionalHandler work) {
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                Outcome outcome = work.handle(c);
-                if (outcome.isFinal()) {
-                    c.commit();
-                } else {
-                    c.rollback();
-                }
-                return outcome;
-            } catch (Exception e) {
-                c.rollback();
-                return Outcome.ofException(e);
-            } finally {
-                c.setAutoCommit(autoCommit);
-            }
-        } catch (SQLException e) {
-            return Outcome.failed("database unavailable: " + e.getMessage(), e);
-        }
+        return OwnTransaction.of(dataSource).run(work);
     }
 }

@@ -35,6 +35,7 @@ public final class VersionGuard {
     /** Applies the change to row {@code id} if it is at {@code expectedVersion}, on the caller's transaction. */
     public Outcome apply(Connection c, Object id, long expectedVersion, Assignments also, SideEffect onApplied)
             throws SQLException {
+        OwnTransaction.requireTransaction(c, "VersionGuard");
         String column = version.column();
         if (version.changed(
                 c, column + " = " + column + " + 1", List.of(), also, id, column + " = ?", List.of(expectedVersion))) {

@@ -44,7 +44,7 @@ abstract class BusinessGuardsContract {
             .build();
     static final long PRICE = 25;
 
-    private TestDatabase db;
+    protected TestDatabase db;
     private final StateMachineGuard orders =
             StateMachineGuard.builder(ORDERS).table("orders").build();
     private final UniqueRowGuard orderRows =
@@ -82,7 +82,8 @@ abstract class BusinessGuardsContract {
         db.execute("CREATE TABLE ledger (order_id VARCHAR(64) NOT NULL, kind VARCHAR(16) NOT NULL,"
                 + " amount BIGINT NOT NULL)");
         db.execute("CREATE TABLE transfer_ledger (transfer_id VARCHAR(64) NOT NULL, account_id VARCHAR(64) NOT NULL,"
-                + " amount BIGINT NOT NULL, UNIQUE (transfer_id, account_id))");
+                + " amount BIGINT NOT NULL, ref VARCHAR(64) NULL, UNIQUE (transfer_id, account_id),"
+                + " CONSTRAINT transfer_ref_uk UNIQUE (ref))");
         db.execute("INSERT INTO accounts (id, balance, version) VALUES ('customer', 1000000, 0)");
     }
 
@@ -213,6 +214,7 @@ abstract class BusinessGuardsContract {
         var paidAt = java.sql.Timestamp.valueOf("2026-01-15 14:30:00");
 
         try (Connection c = db.connection()) {
+            c.setAutoCommit(false);
             assertThat(orders.apply(c, "o-1", "PAY", Assignments.of().set("paid_at", paidAt), SideEffect.NONE)
                             .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
@@ -224,6 +226,7 @@ abstract class BusinessGuardsContract {
                                     SideEffect.NONE)
                             .type())
                     .isEqualTo(Outcome.Type.DUPLICATE);
+            c.commit();
         }
         assertThat(query("SELECT id, paid_at FROM orders").get("o-1")).startsWith("2026-01-15 14:30");
     }
@@ -361,6 +364,101 @@ abstract class BusinessGuardsContract {
                 .hasMessageContaining("not a valid SQL identifier");
         assertThatThrownBy(() -> Assignments.of().set("paid_at = now(), status", 1))
                 .isInstanceOf(ConfigurationException.class);
+    }
+
+    // ---------------------------------------------------------------- faults
+
+    private Dialect dialect() {
+        return switch (db.engine()) {
+            case POSTGRESQL -> Dialect.POSTGRESQL;
+            case MARIADB -> Dialect.MARIADB;
+            case H2 -> Dialect.H2;
+        };
+    }
+
+    /**
+     * Regression (PostgreSQL): a side effect that caught the failure of one of its statements left an aborted
+     * transaction; its own-transaction commit was a silent rollback and the outcome said PROCESSED.
+     */
+    @Test
+    void ownTransaction_sideEffectSwallowingItsFailedStatement_isNeverProcessedForALostTransition() {
+        deliver("o-1", "CREATE");
+
+        Outcome outcome = orders.apply(db.dataSource(), "o-1", "PAY", Assignments.of(), c -> {
+            charge(c, "o-1");
+            try (PreparedStatement bad = c.prepareStatement("INSERT INTO no_such_table VALUES (1)")) {
+                bad.executeUpdate();
+            } catch (SQLException ignored) {
+                // the side effect's choice
+            }
+        });
+
+        String status = query("SELECT id, status FROM orders").get("o-1");
+        if (outcome.type() == Outcome.Type.PROCESSED) {
+            assertThat(status).isEqualTo("PAID");
+        } else {
+            assertThat(status).isEqualTo("PENDING");
+            assertThat(deliver("o-1", "PAY").type()).isEqualTo(Outcome.Type.PROCESSED);
+        }
+        assertThat(query("SELECT order_id, COUNT(*) FROM ledger GROUP BY order_id"))
+                .containsEntry("o-1", "1");
+    }
+
+    /** Regression: an unreachable database was FAILED (a handler failure, counted towards dead-lettering). */
+    @Test
+    void ownTransaction_onAnUnreachableDatabase_isInProgress() {
+        Outcome outcome = orders.apply(UrlDataSource.unreachable(dialect()), "o-1", "PAY", SideEffect.NONE);
+
+        assertThat(outcome.type()).as("%s", outcome).isEqualTo(Outcome.Type.IN_PROGRESS);
+    }
+
+    /**
+     * Regression: on an auto-commit connection the transition committed alone; the charge then failed, and the
+     * redelivery answered DUPLICATE: the charge never happened.
+     */
+    @Test
+    void guardsOnAnAutoCommitConnection_areRefused() throws SQLException {
+        deliver("o-1", "CREATE");
+        try (Connection c = db.connection()) {
+            c.setAutoCommit(true);
+            assertThatThrownBy(() -> orders.apply(c, "o-1", "PAY"))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("autoCommit");
+            assertThatThrownBy(() -> accounts.apply(c, "customer", 0, Assignments.of(), SideEffect.NONE))
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> balances.apply(c, "customer", 1000000, 1, SideEffect.NONE))
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> transferLedger.insertOnce(
+                            c, Map.of("transfer_id", "t", "account_id", "a", "amount", 1), SideEffect.NONE))
+                    .isInstanceOf(IllegalArgumentException.class);
+        }
+        assertThat(query("SELECT id, status FROM orders")).containsEntry("o-1", "PENDING");
+        assertThat(query("SELECT id, version FROM accounts")).containsEntry("customer", "0");
+    }
+
+    /** Regression: a new row that violated another unique constraint was taken for a duplicate and never applied. */
+    @Test
+    void uniqueRow_violatingAnotherUniqueConstraint_isRejectedNamingIt_notDuplicate() throws SQLException {
+        Outcome first = transferLedger.insertOnce(
+                db.dataSource(),
+                Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"),
+                SideEffect.NONE);
+        Outcome other = transferLedger.insertOnce(
+                db.dataSource(),
+                Map.of("transfer_id", "t-2", "account_id", "a", "amount", -100, "ref", "R1"),
+                SideEffect.NONE);
+        Outcome copy;
+        try (Connection c = db.connection()) {
+            c.setAutoCommit(false);
+            copy = transferLedger.insertOnce(
+                    c, Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"), SideEffect.NONE);
+            c.rollback();
+        }
+
+        assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(other.type()).as("%s", other).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(other.reason()).containsIgnoringCase("transfer_ref_uk");
+        assertThat(copy.type()).isEqualTo(Outcome.Type.DUPLICATE);
     }
 
     private Map<String, String> query(String sql) {

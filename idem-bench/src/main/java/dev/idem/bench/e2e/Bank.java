@@ -141,7 +141,39 @@ final class Bank {
         }
     }
 
-    private void failIfAsked(Connection c, Delivery d) throws SQLException {
+    /**
+     * The effect of many deliveries on the caller's transaction, as a careful engineer batches it: the debits as one
+     * JDBC batch in account order (concurrent batches lock the account rows in one order), then the ledger rows as
+     * another. No fault injection: the caller checks each delivery with {@link #failIfAsked} first.
+     */
+    void debitAll(Connection c, List<Delivery> deliveries) throws SQLException {
+        if (deliveries.isEmpty()) {
+            return;
+        }
+        List<Delivery> byAccount = new ArrayList<>(deliveries);
+        byAccount.sort(java.util.Comparator.comparingInt(d -> d.payment().account()));
+        try (PreparedStatement ps = c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?")) {
+            for (Delivery d : byAccount) {
+                ps.setLong(1, d.payment().amount());
+                ps.setInt(2, d.payment().account());
+                ps.addBatch();
+            }
+            ps.executeBatch();
+        }
+        try (PreparedStatement ps =
+                c.prepareStatement("INSERT INTO ledger (payment_id, account_id, amount) VALUES (?, ?, ?)")) {
+            for (Delivery d : deliveries) {
+                ps.setLong(1, d.payment().id());
+                ps.setInt(2, d.payment().account());
+                ps.setLong(3, d.payment().amount());
+                ps.addBatch();
+            }
+            ps.executeBatch();
+        }
+    }
+
+    /** The delivery's injected fault, where its handler would run: a handler failure or a crash inside it. */
+    void failIfAsked(Connection c, Delivery d) throws SQLException {
         if (d.fault() == Fault.HANDLER_FAILURE) {
             throw new Faults.HandlerFailure(d.key());
         }

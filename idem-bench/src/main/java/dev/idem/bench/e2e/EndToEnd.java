@@ -1,5 +1,7 @@
 package dev.idem.bench.e2e;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.bench.e2e.Workload.Shape;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestDatabase.Engine;
@@ -86,11 +88,23 @@ public final class EndToEnd {
             String command) {}
 
     /** One contender's run in one scenario. */
-    record Measurement(String contender, Scenario scenario, int round, Runner.Result run, Bank.@Nullable Check check) {
+    record Measurement(
+            String contender,
+            Scenario scenario,
+            int round,
+            Runner.Result run,
+            Bank.@Nullable Check check,
+            Costs costs) {
         boolean correct() {
             return run.finished() && check != null && check.correct() && run.deadLettered() == 0;
         }
     }
+
+    /**
+     * What a run cost, as totals over its timed part: round trips on the database connections, CPU time of this JVM,
+     * of the database server and of Redis (ns), and the commands Redis processed (server-wide).
+     */
+    record Costs(long roundTrips, long jvmNanos, long databaseNanos, long redisNanos, long redisCommands) {}
 
     /** One claims-only run. */
     record ClaimsMeasurement(String contender, int threads, int round, ClaimsOnly.Result result) {}
@@ -251,6 +265,7 @@ public final class EndToEnd {
         List<String> skipped = new ArrayList<>();
         Map<Engine, TestDatabase> databases = new EnumMap<>(Engine.class);
         Map<Engine, String> databaseFacts = new EnumMap<>(Engine.class);
+        Map<Engine, HikariDataSource> counted = new EnumMap<>(Engine.class);
         Faults faults = new Faults();
         String redisUri = null;
         if (options.redis()) {
@@ -271,7 +286,8 @@ public final class EndToEnd {
                 TestDatabase db = reachable(engine.name(), skipped, () -> open(engine));
                 if (db != null) {
                     databases.put(engine, db);
-                    new Bank(db.dataSource(), engine, faults).createTables();
+                    counted.put(engine, countedPool(engine, db));
+                    new Bank(counted.get(engine), engine, faults).createTables();
                     databaseFacts.put(engine, Machine.database(engine, db.dataSource()));
                 }
             }
@@ -281,7 +297,7 @@ public final class EndToEnd {
                     if (db == null || (s.faults() && round > 0)) {
                         continue;
                     }
-                    Bank bank = new Bank(db.dataSource(), s.engine(), faults);
+                    Bank bank = new Bank(counted.get(s.engine()), s.engine(), faults);
                     List<Contender> order = new ArrayList<>(contenders);
                     Collections.rotate(order, -round);
                     for (Contender c : order) {
@@ -302,6 +318,7 @@ public final class EndToEnd {
                 }
             }
         } finally {
+            counted.values().forEach(HikariDataSource::close);
             databases.values().forEach(TestDatabase::close);
         }
         String markdown = Tables.markdown(
@@ -331,22 +348,44 @@ public final class EndToEnd {
         bank.reset(workload, ownTables);
         String runId = "e2e" + Long.toString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE, 36);
         Runner.Result result;
+        Costs costs;
+        String server = s.engine() == Engine.MARIADB ? "mariadb" : "postgres";
         try (Contender.Session session = c.open(new Contender.Env(bank, redisUri, runId, o.lease()))) {
+            long trips = CountingSocketFactory.total();
+            long jvm = ProcessCpu.jvmNanos();
+            Map<Long, Long> database = ProcessCpu.serverNanos(server);
+            Map<Long, Long> redis = ProcessCpu.serverNanos("redis");
+            long commands = redisUri == null ? 0 : Machine.redisCommands(redisUri);
             result = Runner.run(session, workload, s.threads(), c.batchSize(), bank.faults(), o.timeout());
+            costs = new Costs(
+                    CountingSocketFactory.total() - trips,
+                    ProcessCpu.jvmNanos() - jvm,
+                    ProcessCpu.used(database, ProcessCpu.serverNanos(server)),
+                    ProcessCpu.used(redis, ProcessCpu.serverNanos("redis")),
+                    redisUri == null ? 0 : Machine.redisCommands(redisUri) - commands);
         } finally {
             if (redisUri != null && c.needsRedis()) {
                 ClaimsOnly.deleteKeys(redisUri, runId);
             }
         }
         Bank.Check check = result.finished() ? bank.check(workload, c.ledgerTable()) : null;
-        Measurement m = new Measurement(c.id(), s, round, result, check);
+        Measurement m = new Measurement(c.id(), s, round, result, check, costs);
+        int n = workload.deliveries().size();
         System.err.printf(
                 Locale.ROOT,
-                "round %d %-26s %-22s %8.0f/s  %s%s%n",
+                "round %d %-26s %-22s %8.0f/s  rt/new %.2f rt/dup %.2f rt/msg %.2f jvm %.0fus db %.0fus redis %.0fus"
+                        + " cmds %.2f  %s%s%n",
                 round + 1,
                 s.title(),
                 c.id(),
                 result.perSecond(),
+                result.tripsPerNew(),
+                result.tripsPerDuplicate(),
+                (double) costs.roundTrips() / n,
+                costs.jvmNanos() / 1e3 / n,
+                costs.databaseNanos() / 1e3 / n,
+                costs.redisNanos() / 1e3 / n,
+                (double) costs.redisCommands() / n,
                 check == null ? "DID NOT FINISH" : check,
                 result.firstError() == null ? "" : "  first error: " + result.firstError());
         return m;
@@ -378,6 +417,15 @@ public final class EndToEnd {
             }
         }
         return out;
+    }
+
+    /** A pool on the database of {@code db} whose connections count their round trips. */
+    private static HikariDataSource countedPool(Engine engine, TestDatabase db) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(engine == Engine.H2 ? db.url() : CountingSocketFactory.urlWithCounting(db.url()));
+        config.setMaximumPoolSize(16);
+        config.setPoolName("e2e-" + engine.name().toLowerCase(Locale.ROOT));
+        return new HikariDataSource(config);
     }
 
     private static TestDatabase open(Engine engine) {

@@ -98,6 +98,23 @@ final class Machine {
         }
     }
 
+    /** The commands Redis processed since it started (every client's). */
+    static long redisCommands(String uri) {
+        RedisClient client = RedisClient.create(uri);
+        try (StatefulRedisConnection<String, String> c = client.connect()) {
+            return c.sync()
+                    .info("stats")
+                    .lines()
+                    .filter(l -> l.startsWith("total_commands_processed:"))
+                    .mapToLong(l -> Long.parseLong(
+                            l.substring("total_commands_processed:".length()).strip()))
+                    .findFirst()
+                    .orElse(0);
+        } finally {
+            client.shutdown();
+        }
+    }
+
     private static String value(Statement s, String sql) throws SQLException {
         try (ResultSet rs = s.executeQuery(sql)) {
             return rs.next() ? String.valueOf(rs.getString(1)) : "?";

@@ -38,7 +38,9 @@ final class Runner {
             int gaveUp,
             int errors,
             @Nullable String firstError,
-            boolean finished) {
+            boolean finished,
+            double tripsPerNew,
+            double tripsPerDuplicate) {
         double perSecond() {
             return messages / (nanos / 1e9);
         }
@@ -78,7 +80,9 @@ final class Runner {
                 run.gaveUp.get(),
                 run.errors.get(),
                 run.firstError.get(),
-                finished);
+                finished,
+                run.newTrips.perMessage(),
+                run.duplicateTrips.perMessage());
     }
 
     private static java.util.concurrent.ThreadFactory daemon(String name) {
@@ -90,7 +94,28 @@ final class Runner {
         };
     }
 
+    /** Round trips of single deliveries of one kind, counted on the handling thread. */
+    private static final class Trips {
+        final java.util.concurrent.atomic.LongAdder trips = new java.util.concurrent.atomic.LongAdder();
+        final java.util.concurrent.atomic.LongAdder messages = new java.util.concurrent.atomic.LongAdder();
+
+        void add(long n) {
+            trips.add(n);
+            messages.increment();
+        }
+
+        double perMessage() {
+            long m = messages.sum();
+            return m == 0 ? Double.NaN : (double) trips.sum() / m;
+        }
+    }
+
     private static final class State {
+        /** Payments delivered at least once: a later delivery of one is a duplicate (a copy or a redelivery). */
+        final java.util.Set<Long> seen = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+        final Trips newTrips = new Trips();
+        final Trips duplicateTrips = new Trips();
         final Contender.Session session;
         final Faults faults;
         final int batchSize;
@@ -149,6 +174,11 @@ final class Runner {
             faults.reborn();
             attempts.addAndGet(batch.size());
             List<Answer> answers;
+            @Nullable Trips kind = null;
+            if (batch.size() == 1) {
+                kind = seen.add(batch.get(0).payment().id()) ? newTrips : duplicateTrips;
+            }
+            long tripsBefore = CountingSocketFactory.onThisThread();
             try {
                 answers = session.deliver(batch);
             } catch (Faults.Crash crash) {
@@ -160,6 +190,10 @@ final class Runner {
                 firstError.compareAndSet(null, e.toString());
                 batch.forEach(d -> redeliver(d, 10));
                 return;
+            } finally {
+                if (kind != null) {
+                    kind.add(CountingSocketFactory.onThisThread() - tripsBefore);
+                }
             }
             for (int i = 0; i < batch.size(); i++) {
                 Answer answer = answers.get(i);

@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -41,7 +40,7 @@ public final class UniqueRowGuard {
     }
 
     /** Inserts {@code row} (column → value) unless its unique key exists; {@code onInserted} runs only if new. */
-    public Outcome insertOnce(Connection c, Map<String, ?> row, SideEffect onInserted) throws SQLException {
+    public Outcome insertOnce(Connection c, Map<String, ?> row, TransactionalHandler onInserted) throws Exception {
         OwnTransaction.requireTransaction(c, "UniqueRowGuard");
         List<String> columns = new ArrayList<>(row.keySet());
         columns.forEach(col -> Schema.identifier("column", col));
@@ -75,8 +74,7 @@ public final class UniqueRowGuard {
         if (!result.inserted()) {
             return Outcome.duplicate("a row with this " + uniqueKey + " is already in " + table);
         }
-        onInserted.run(c);
-        return Outcome.processed("inserted into " + table);
+        return GuardedRow.applied(c, onInserted, "inserted into " + table);
     }
 
     /** What an insert did: inserted the row, found the guard's key taken, or violated another unique constraint. */
@@ -101,11 +99,6 @@ public final class UniqueRowGuard {
             }
             throw e;
         }
-    }
-
-    /** The same in a transaction of its own: commit when final, roll back otherwise. */
-    public Outcome insertOnce(DataSource dataSource, Map<String, ?> row, SideEffect onInserted) {
-        return Transactions.run(dataSource, c -> insertOnce(c, row, onInserted));
     }
 
     /**

@@ -89,14 +89,18 @@ abstract class BusinessGuardsContract {
 
     private Outcome deliver(String orderId, String event) {
         if (event.equals("CREATE")) {
-            return orderRows.insertOnce(
-                    db.dataSource(), Map.of("id", orderId, "status", ORDERS.initial()), SideEffect.NONE);
+            return own().run(c -> orderRows.insertOnce(
+                    c, Map.of("id", orderId, "status", ORDERS.initial()), TransactionalHandler.NONE));
         }
-        SideEffect charge = event.equals("PAY") ? c -> charge(c, orderId) : SideEffect.NONE;
-        return orders.apply(db.dataSource(), orderId, event, Assignments.of(), charge);
+        TransactionalHandler charge = event.equals("PAY") ? c -> charge(c, orderId) : TransactionalHandler.NONE;
+        return own().run(c -> orders.apply(c, orderId, event, Assignments.of(), charge));
     }
 
-    private static void charge(Connection c, String orderId) throws SQLException {
+    private OwnTransaction own() {
+        return OwnTransaction.of(db.dataSource());
+    }
+
+    private static Outcome charge(Connection c, String orderId) throws SQLException {
         try (PreparedStatement debit = c.prepareStatement("UPDATE accounts SET balance = balance - ? WHERE id = ?");
                 PreparedStatement ledger =
                         c.prepareStatement("INSERT INTO ledger (order_id, kind, amount) VALUES (?, 'CHARGE', ?)")) {
@@ -107,6 +111,7 @@ abstract class BusinessGuardsContract {
             ledger.setLong(2, PRICE);
             ledger.executeUpdate();
         }
+        return Outcome.processed();
     }
 
     /**
@@ -209,13 +214,13 @@ abstract class BusinessGuardsContract {
     }
 
     @Test
-    void transition_withExtraColumns_setsThemOnlyWhenItApplies() throws SQLException {
+    void transition_withExtraColumns_setsThemOnlyWhenItApplies() throws Exception {
         deliver("o-1", "CREATE");
         var paidAt = java.sql.Timestamp.valueOf("2026-01-15 14:30:00");
 
         try (Connection c = db.connection()) {
             c.setAutoCommit(false);
-            assertThat(orders.apply(c, "o-1", "PAY", Assignments.of().set("paid_at", paidAt), SideEffect.NONE)
+            assertThat(orders.apply(c, "o-1", "PAY", Assignments.of().set("paid_at", paidAt), TransactionalHandler.NONE)
                             .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
             assertThat(orders.apply(
@@ -223,7 +228,7 @@ abstract class BusinessGuardsContract {
                                     "o-1",
                                     "PAY",
                                     Assignments.of().set("paid_at", java.sql.Timestamp.valueOf("2030-01-01 00:00:00")),
-                                    SideEffect.NONE)
+                                    TransactionalHandler.NONE)
                             .type())
                     .isEqualTo(Outcome.Type.DUPLICATE);
             c.commit();
@@ -242,8 +247,8 @@ abstract class BusinessGuardsContract {
             for (int t = 0; t < threads; t++) {
                 results.add(pool.submit(() -> {
                     start.await();
-                    return accounts.apply(
-                            db.dataSource(), "customer", 0, Assignments.of().add("balance", -100), SideEffect.NONE);
+                    return own().run(c -> accounts.apply(
+                            c, "customer", 0, Assignments.of().add("balance", -100), TransactionalHandler.NONE));
                 }));
             }
             start.countDown();
@@ -272,8 +277,8 @@ abstract class BusinessGuardsContract {
         int outOfOrder = 0;
         while (!queue.isEmpty()) {
             int v = queue.poll();
-            Outcome o = accounts.apply(
-                    db.dataSource(), "customer", v, Assignments.of().add("balance", -(v + 1)), SideEffect.NONE);
+            Outcome o = own().run(c -> accounts.apply(
+                    c, "customer", v, Assignments.of().add("balance", -(v + 1)), TransactionalHandler.NONE));
             switch (o.type()) {
                 case PROCESSED -> applied.incrementAndGet();
                 case OUT_OF_ORDER -> {
@@ -292,7 +297,7 @@ abstract class BusinessGuardsContract {
 
     @Test
     void versionGuard_onAMissingRow_isOutOfOrder() {
-        assertThat(accounts.apply(db.dataSource(), "nobody", 0, Assignments.of(), SideEffect.NONE)
+        assertThat(own().run(c -> accounts.apply(c, "nobody", 0, Assignments.of(), TransactionalHandler.NONE))
                         .type())
                 .isEqualTo(Outcome.Type.OUT_OF_ORDER);
     }
@@ -301,29 +306,43 @@ abstract class BusinessGuardsContract {
     void precondition_appliesOnce_duplicateIsRecognised_conflictIsRejected() {
         db.execute("UPDATE accounts SET balance = 500 WHERE id = 'customer'");
 
-        assertThat(balances.apply(db.dataSource(), "customer", 500, 600, SideEffect.NONE)
+        assertThat(own().run(c -> balances.apply(
+                                c,
+                                "customer",
+                                PreconditionGuard.Change.from(500).to(600),
+                                TransactionalHandler.NONE))
                         .type())
                 .isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(balances.apply(db.dataSource(), "customer", 500, 600, SideEffect.NONE)
+        assertThat(own().run(c -> balances.apply(
+                                c,
+                                "customer",
+                                PreconditionGuard.Change.from(500).to(600),
+                                TransactionalHandler.NONE))
                         .type())
                 .isEqualTo(Outcome.Type.DUPLICATE);
-        Outcome conflict = balances.apply(db.dataSource(), "customer", 500, 700, SideEffect.NONE);
+        Outcome conflict = own().run(c ->
+                balances.apply(c, "customer", PreconditionGuard.Change.from(500).to(700), TransactionalHandler.NONE));
         assertThat(conflict.type()).isEqualTo(Outcome.Type.REJECTED);
         assertThat(conflict.reason()).contains("expected 500", "found 600");
-        assertThat(balances.apply(db.dataSource(), "nobody", 500, 600, SideEffect.NONE)
+        assertThat(own().run(c -> balances.apply(
+                                c, "nobody", PreconditionGuard.Change.from(500).to(600), TransactionalHandler.NONE))
                         .type())
                 .isEqualTo(Outcome.Type.OUT_OF_ORDER);
     }
 
     @Test
-    void uniqueRow_duplicateInsideTheCallersTransaction_leavesItUsable() throws SQLException {
+    void uniqueRow_duplicateInsideTheCallersTransaction_leavesItUsable() throws Exception {
         Map<String, Object> row = Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100);
         try (Connection c = db.connection()) {
             c.setAutoCommit(false);
-            assertThat(transferLedger.insertOnce(c, row, SideEffect.NONE).type())
+            assertThat(transferLedger
+                            .insertOnce(c, row, TransactionalHandler.NONE)
+                            .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
 
-            assertThat(transferLedger.insertOnce(c, row, SideEffect.NONE).type())
+            assertThat(transferLedger
+                            .insertOnce(c, row, TransactionalHandler.NONE)
+                            .type())
                     .isEqualTo(Outcome.Type.DUPLICATE);
             try (PreparedStatement ps = c.prepareStatement(
                     "INSERT INTO transfer_ledger (transfer_id, account_id, amount) VALUES ('t-1', 'b', 100)")) {
@@ -341,7 +360,7 @@ abstract class BusinessGuardsContract {
                 .createTableIfMissing(true)
                 .build();
         deliver("o-1", "CREATE");
-        TransactionalHandler ship = c -> orders.apply(c, "o-1", "SHIP", Assignments.of(), SideEffect.NONE);
+        TransactionalHandler ship = c -> orders.apply(c, "o-1", "SHIP", Assignments.of(), TransactionalHandler.NONE);
         TransactionalHandler pay = c -> orders.apply(c, "o-1", "PAY", Assignments.of(), c2 -> charge(c2, "o-1"));
 
         assertThat(inbox.handle("msg-ship", null, ship).type()).isEqualTo(Outcome.Type.OUT_OF_ORDER);
@@ -384,14 +403,15 @@ abstract class BusinessGuardsContract {
     void ownTransaction_sideEffectSwallowingItsFailedStatement_isNeverProcessedForALostTransition() {
         deliver("o-1", "CREATE");
 
-        Outcome outcome = orders.apply(db.dataSource(), "o-1", "PAY", Assignments.of(), c -> {
-            charge(c, "o-1");
+        Outcome outcome = own().run(c -> orders.apply(c, "o-1", "PAY", Assignments.of(), c2 -> {
+            charge(c2, "o-1");
             try (PreparedStatement bad = c.prepareStatement("INSERT INTO no_such_table VALUES (1)")) {
                 bad.executeUpdate();
             } catch (SQLException ignored) {
                 // the side effect's choice
             }
-        });
+            return Outcome.processed();
+        }));
 
         String status = query("SELECT id, status FROM orders").get("o-1");
         if (outcome.type() == Outcome.Type.PROCESSED) {
@@ -407,7 +427,8 @@ abstract class BusinessGuardsContract {
     /** Regression: an unreachable database was FAILED (a handler failure, counted towards dead-lettering). */
     @Test
     void ownTransaction_onAnUnreachableDatabase_isInProgress() {
-        Outcome outcome = orders.apply(UrlDataSource.unreachable(dialect()), "o-1", "PAY", SideEffect.NONE);
+        Outcome outcome =
+                OwnTransaction.of(UrlDataSource.unreachable(dialect())).run(c -> orders.apply(c, "o-1", "PAY"));
 
         assertThat(outcome.type()).as("%s", outcome).isEqualTo(Outcome.Type.IN_PROGRESS);
     }
@@ -424,12 +445,16 @@ abstract class BusinessGuardsContract {
             assertThatThrownBy(() -> orders.apply(c, "o-1", "PAY"))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("autoCommit");
-            assertThatThrownBy(() -> accounts.apply(c, "customer", 0, Assignments.of(), SideEffect.NONE))
+            assertThatThrownBy(() -> accounts.apply(c, "customer", 0, Assignments.of(), TransactionalHandler.NONE))
                     .isInstanceOf(IllegalArgumentException.class);
-            assertThatThrownBy(() -> balances.apply(c, "customer", 1000000, 1, SideEffect.NONE))
+            assertThatThrownBy(() -> balances.apply(
+                            c,
+                            "customer",
+                            PreconditionGuard.Change.from(1000000).to(1),
+                            TransactionalHandler.NONE))
                     .isInstanceOf(IllegalArgumentException.class);
             assertThatThrownBy(() -> transferLedger.insertOnce(
-                            c, Map.of("transfer_id", "t", "account_id", "a", "amount", 1), SideEffect.NONE))
+                            c, Map.of("transfer_id", "t", "account_id", "a", "amount", 1), TransactionalHandler.NONE))
                     .isInstanceOf(IllegalArgumentException.class);
         }
         assertThat(query("SELECT id, status FROM orders")).containsEntry("o-1", "PENDING");
@@ -438,20 +463,22 @@ abstract class BusinessGuardsContract {
 
     /** Regression: a new row that violated another unique constraint was taken for a duplicate and never applied. */
     @Test
-    void uniqueRow_violatingAnotherUniqueConstraint_isRejectedNamingIt_notDuplicate() throws SQLException {
-        Outcome first = transferLedger.insertOnce(
-                db.dataSource(),
+    void uniqueRow_violatingAnotherUniqueConstraint_isRejectedNamingIt_notDuplicate() throws Exception {
+        Outcome first = own().run(c -> transferLedger.insertOnce(
+                c,
                 Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"),
-                SideEffect.NONE);
-        Outcome other = transferLedger.insertOnce(
-                db.dataSource(),
+                TransactionalHandler.NONE));
+        Outcome other = own().run(c -> transferLedger.insertOnce(
+                c,
                 Map.of("transfer_id", "t-2", "account_id", "a", "amount", -100, "ref", "R1"),
-                SideEffect.NONE);
+                TransactionalHandler.NONE));
         Outcome copy;
         try (Connection c = db.connection()) {
             c.setAutoCommit(false);
             copy = transferLedger.insertOnce(
-                    c, Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"), SideEffect.NONE);
+                    c,
+                    Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"),
+                    TransactionalHandler.NONE);
             c.rollback();
         }
 

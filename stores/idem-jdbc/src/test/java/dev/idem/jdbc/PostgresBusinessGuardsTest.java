@@ -47,12 +47,12 @@ class PostgresBusinessGuardsTest extends BusinessGuardsContract {
         for (String level : List.of("REPEATABLE READ", "SERIALIZABLE")) {
             db.execute("DELETE FROM transfer_ledger");
             AtomicInteger runs = new AtomicInteger();
-            Outcome outcome = Transactions.run(db.dataSource(), c -> {
+            Outcome outcome = OwnTransaction.of(db.dataSource()).run(c -> {
                 Statements.update(c, "SET TRANSACTION ISOLATION LEVEL " + level, List.of());
                 if (runs.incrementAndGet() == 1) {
                     insertConcurrently(c);
                 }
-                return ledger.insertOnce(c, ROW, SideEffect.NONE);
+                return ledger.insertOnce(c, ROW, TransactionalHandler.NONE);
             });
 
             assertThat(outcome.type()).as("%s: %s", level, outcome).isEqualTo(Outcome.Type.DUPLICATE);
@@ -69,7 +69,7 @@ class PostgresBusinessGuardsTest extends BusinessGuardsContract {
             c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
             insertConcurrently(c);
 
-            assertThatThrownBy(() -> ledger.insertOnce(c, ROW, SideEffect.NONE))
+            assertThatThrownBy(() -> ledger.insertOnce(c, ROW, TransactionalHandler.NONE))
                     .isInstanceOf(RetryLaterException.class)
                     .hasMessageContaining("snapshot");
             c.rollback();

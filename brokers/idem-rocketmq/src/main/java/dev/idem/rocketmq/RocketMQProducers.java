@@ -62,15 +62,15 @@ public final class RocketMQProducers {
      * ({@code retryTimesWhenSendFailed=2}, {@code retryTimesWhenSendAsyncFailed=2}, {@code
      * retryAnotherBrokerWhenNotStoreOK=true}) so that a lost response is retried by the client instead of surfacing as
      * an error the application would answer with a new {@code Message} object; each attempt capped ({@code
-     * sendMsgMaxTimeoutPerRequest=1000} ms within {@code sendMsgTimeout=6000} ms) so that a retry can follow a lost
-     * response. The duplicates these retries may store carry the same key and msgId: the guard drops them.
+     * sendMsgMaxTimeoutPerRequest=3000} ms within {@code sendMsgTimeout=10000} ms) so that a retry can follow a lost
+     * response (without the cap, the first attempt spends the whole budget and no retry follows). The duplicates these retries may store carry the same key and msgId: the guard drops them.
      */
     public static DefaultMQProducer applyRecommendedSettings(DefaultMQProducer producer) {
         producer.setRetryTimesWhenSendFailed(2);
         producer.setRetryTimesWhenSendAsyncFailed(2);
         producer.setRetryAnotherBrokerWhenNotStoreOK(true);
-        producer.setSendMsgTimeout(6000);
-        producer.setSendMsgMaxTimeoutPerRequest(1000);
+        producer.setSendMsgTimeout(10_000);
+        producer.setSendMsgMaxTimeoutPerRequest(3000);
         return producer;
     }
 }

@@ -34,6 +34,7 @@ import org.apache.rocketmq.store.exception.ConsumeQueueException;
  */
 final class EmbeddedRocketMQ {
     static final String DELAY_LEVELS = "1s 1s 1s 2s 2s 2s 3s 3s 3s 4s 4s 4s 5s 5s 5s 6s 6s 6s";
+    static final String BROKER_NAME = "idem-broker";
     private static final String ADVERTISED_HOST = "127.0.0.2";
     private static EmbeddedRocketMQ shared;
 
@@ -58,7 +59,7 @@ final class EmbeddedRocketMQ {
 
         int port = freeBrokerPort();
         BrokerConfig brokerConfig = new BrokerConfig();
-        brokerConfig.setBrokerName("idem-broker");
+        brokerConfig.setBrokerName(BROKER_NAME);
         brokerConfig.setBrokerClusterName("idem-cluster");
         brokerConfig.setNamesrvAddr(nameServerAddress);
         brokerConfig.setBrokerIP1(ADVERTISED_HOST);

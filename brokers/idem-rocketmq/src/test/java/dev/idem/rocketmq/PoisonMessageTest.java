@@ -77,7 +77,7 @@ class PoisonMessageTest {
                     .as("the original topic, as RocketMQ's own dead letters carry it")
                     .isEqualTo(topic);
             assertThat(applied).containsExactlyInAnyOrder("ok-1", "ok-2");
-            RocketMQFixture.awaitAllConsumed(group, topic, 2);
+            RocketMQFixture.awaitAllConsumed(consumer, topic, 2);
         } finally {
             consumer.shutdown();
             producer.shutdown();

@@ -13,6 +13,8 @@ import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.store.OffsetStore;
+import org.apache.rocketmq.client.consumer.store.ReadOffsetType;
 import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
@@ -21,6 +23,7 @@ import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.store.exception.ConsumeQueueException;
 
 /**
@@ -131,11 +134,13 @@ final class RocketMQFixture {
         return new String(message.getBody(), StandardCharsets.UTF_8);
     }
 
-    /** Waits until {@code group} has a persisted offset at the end of every queue of {@code topic}. */
-    static void awaitAllConsumed(String group, String topic, int queues) {
+    /** Waits until {@code consumer} has consumed (in its offset store) every queue of {@code topic} to its end. */
+    static void awaitAllConsumed(DefaultMQPushConsumer consumer, String topic, int queues) {
+        OffsetStore offsets = consumer.getDefaultMQPushConsumerImpl().getOffsetStore();
         await().atMost(WAIT).until(() -> {
             for (int q = 0; q < queues; q++) {
-                if (broker().committedOffset(group, topic, q) < broker().endOffset(topic, q)) {
+                MessageQueue queue = new MessageQueue(topic, EmbeddedRocketMQ.BROKER_NAME, q);
+                if (offsets.readOffset(queue, ReadOffsetType.READ_FROM_MEMORY) < broker().endOffset(topic, q)) {
                     return false;
                 }
             }

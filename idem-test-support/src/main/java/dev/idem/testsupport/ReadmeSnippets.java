@@ -48,14 +48,6 @@ public final class ReadmeSnippets {
         return pages;
     }
 
-    /** Asserts that the project's {@code document} (e.g. {@code docs/rocketmq.md}) holds region {@code name}. */
-    public static void assertShownIn(String document, Path source, String name) {
-        String snippet = String.join("\n", region(read(source), name));
-        assertThat(read(readme().resolveSibling(document)))
-                .as("%s must show region '%s' of %s exactly; copy it from there", document, name, source)
-                .contains(snippet);
-    }
-
     /** The lines of region {@code name}, with their common indentation removed. */
     static List<String> region(String text, String name) {
         List<String> lines = new ArrayList<>();

@@ -63,8 +63,10 @@ final class ConcurrentListener implements MessageListenerConcurrently {
             if (decision.verb() == Decision.Verb.RETRY || decision.verb() == Decision.Verb.WAIT) {
                 level = Math.max(level, delayLevels.levelFor(decision.delay()));
             }
-            if (decision.verb() == Decision.Verb.RETRY) {
-                events.retryScheduled(messages.get(i), decision);
+        }
+        for (int i = first; i < messages.size(); i++) {
+            if (decisions.get(i).verb() == Decision.Verb.RETRY) {
+                events.retryScheduled(messages.get(i), decisions.get(i), level);
             }
         }
         context.setDelayLevelWhenNextConsume(level);
@@ -93,14 +95,15 @@ final class ConcurrentListener implements MessageListenerConcurrently {
                 int level = delayLevels.levelFor(decision.delay());
                 boolean stored = resends.retryUncounted(message, level) || resends.sendBack(message, level);
                 if (stored) {
-                    events.retryScheduled(message, decision);
+                    events.retryScheduled(message, decision, level);
                 }
                 yield stored;
             }
             case RETRY -> {
-                boolean stored = resends.sendBack(message, delayLevels.levelFor(decision.delay()));
+                int level = delayLevels.levelFor(decision.delay());
+                boolean stored = resends.sendBack(message, level);
                 if (stored) {
-                    events.retryScheduled(message, decision);
+                    events.retryScheduled(message, decision, level);
                 }
                 yield stored;
             }

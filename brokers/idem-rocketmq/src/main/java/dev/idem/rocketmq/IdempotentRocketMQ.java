@@ -2,7 +2,9 @@ package dev.idem.rocketmq;
 
 import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyKey;
+import dev.idem.IdempotencyListener;
 import dev.idem.RetryPolicy;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -70,7 +72,7 @@ public final class IdempotentRocketMQ {
 
     private IdempotentRocketMQ(Builder b, List<String> warnings) {
         DefaultMQPushConsumer consumer = b.consumer;
-        Events events = new Events(b.namespace());
+        Events events = new Events(b.namespace(), b.listener, b.clock);
         Decider decider = new Decider(
                 Objects.requireNonNull(b.keyExtractor),
                 Objects.requireNonNull(b.handler),
@@ -123,6 +125,8 @@ public final class IdempotentRocketMQ {
         private @Nullable String namespace;
         private @Nullable Duration lease;
         private boolean watchdog;
+        private IdempotencyListener listener = IdempotencyListener.NONE;
+        private Clock clock = Clock.systemUTC();
 
         private Builder(DefaultMQPushConsumer consumer) {
             this.consumer = Objects.requireNonNull(consumer, "consumer");
@@ -158,6 +162,22 @@ public final class IdempotentRocketMQ {
          */
         public Builder producer(MQProducer producer) {
             this.producer = Objects.requireNonNull(producer, "producer");
+            return this;
+        }
+
+        /**
+         * Told of every acknowledgement ({@code COMMITTED}), retry ({@code RETRY_SCHEDULED}), dead letter ({@code
+         * DEAD_LETTERED}) and handler that outran {@code consumeTimeout} ({@code HANDLER_TIMEOUT}), with source
+         * {@code "rocketmq"} and attempt {@code reconsumeTimes + 1}. The guard reports its own handlings.
+         */
+        public Builder listener(IdempotencyListener listener) {
+            this.listener = Objects.requireNonNull(listener, "listener");
+            return this;
+        }
+
+        /** The clock that stamps events. Default: system UTC. */
+        public Builder clock(Clock clock) {
+            this.clock = Objects.requireNonNull(clock, "clock");
             return this;
         }
 

@@ -44,11 +44,11 @@ final class OrderlyListener implements MessageListenerOrderly {
                 case RETRY -> {
                     MessageAccessor.putProperty(
                             message, IdempotentRocketMQ.HANDLER_ATTEMPTS, Integer.toString(decision.attempt()));
-                    events.retryScheduled(message, decision);
+                    events.retryScheduled(message, decision, 0);
                     return suspend(context, decision.delay());
                 }
                 case WAIT -> {
-                    events.retryScheduled(message, decision);
+                    events.retryScheduled(message, decision, 0);
                     return suspend(context, decision.delay());
                 }
             }

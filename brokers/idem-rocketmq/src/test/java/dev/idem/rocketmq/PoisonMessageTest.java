@@ -37,7 +37,8 @@ class PoisonMessageTest {
         Guard guard = Guard.of(InMemoryStore.create(), "poison");
         DefaultMQPushConsumer consumer = RocketMQFixture.consumer(group, topic, group + "-a");
         IdempotentRocketMQ idem = RocketMQFixture.idem(consumer)
-                .retryPolicy(RocketMQFixture.FAST_RETRY.withMaxAttempts(3))
+                .retryPolicy(
+                        RocketMQFixture.FAST_RETRY.toBuilder().maxAttempts(3).build())
                 .keyFrom(KeyExtractor.keys())
                 .handler((key, message) -> switch (RocketMQFixture.body(message)) {
                     case "invalid" -> throw new DeadLetterException("amount is not a number", null);

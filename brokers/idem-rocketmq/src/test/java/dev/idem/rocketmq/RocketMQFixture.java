@@ -34,7 +34,13 @@ import org.apache.rocketmq.store.exception.ConsumeQueueException;
 final class RocketMQFixture {
     static final Duration WAIT = Duration.ofSeconds(60);
     /** Retry every 200 ms (the broker's shortest delay level, 1 s, in practice), up to 30 attempts. */
-    static final RetryPolicy FAST_RETRY = new RetryPolicy(Duration.ofMillis(200), 1.0, Duration.ofMillis(200), 30, 0.0);
+    static final RetryPolicy FAST_RETRY = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(200))
+            .multiplier(1.0)
+            .maxDelay(Duration.ofMillis(200))
+            .maxAttempts(30)
+            .jitter(0.0)
+            .build();
 
     private RocketMQFixture() {}
 

@@ -142,16 +142,18 @@ final class RocketMQFixture {
 
     /** Waits until {@code consumer} has consumed (in its offset store) every queue of {@code topic} to its end. */
     static void awaitAllConsumed(DefaultMQPushConsumer consumer, String topic, int queues) {
+        await().atMost(WAIT).until(() -> consumedAll(consumer, topic, queues));
+    }
+
+    static boolean consumedAll(DefaultMQPushConsumer consumer, String topic, int queues) throws Exception {
         OffsetStore offsets = consumer.getDefaultMQPushConsumerImpl().getOffsetStore();
-        await().atMost(WAIT).until(() -> {
-            for (int q = 0; q < queues; q++) {
-                MessageQueue queue = new MessageQueue(topic, EmbeddedRocketMQ.BROKER_NAME, q);
-                if (offsets.readOffset(queue, ReadOffsetType.READ_FROM_MEMORY) < broker().endOffset(topic, q)) {
-                    return false;
-                }
+        for (int q = 0; q < queues; q++) {
+            MessageQueue queue = new MessageQueue(topic, EmbeddedRocketMQ.BROKER_NAME, q);
+            if (offsets.readOffset(queue, ReadOffsetType.READ_FROM_MEMORY) < broker().endOffset(topic, q)) {
+                return false;
             }
-            return true;
-        });
+        }
+        return true;
     }
 
     /**

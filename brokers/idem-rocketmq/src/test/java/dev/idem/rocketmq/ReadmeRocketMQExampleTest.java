@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.common.message.Message;
 import org.junit.jupiter.api.Test;
 
 /** The example of {@code docs/rocketmq.md}, compiled and run against the in-process broker. */
@@ -59,6 +60,26 @@ class ReadmeRocketMQExampleTest {
         assertThat(charges).containsExactly("10086:100");
         ReadmeSnippets.assertShown(
                 Path.of("src/test/java/dev/idem/rocketmq/ReadmeRocketMQExampleTest.java"), "rocketmq");
+    }
+
+    @Test
+    void docsProducer_recommendedSettings_businessKeyInKeysAndInTheKeyProperty() {
+        String topic = "payments";
+        String orderId = "10086";
+        byte[] body = "10086:100".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        // readme:rocketmq-producer begin
+        DefaultMQProducer producer =
+                RocketMQProducers.applyRecommendedSettings(new DefaultMQProducer("payments-producer"));
+        Message message = new Message(topic, body);
+        message.setKeys(orderId + ":PAY"); // the business key, read by KeyExtractor.keys(), or:
+        RocketMQProducers.withKey(message, orderId + ":PAY"); // for KeyExtractor.property(KEY_PROPERTY)
+        // readme:rocketmq-producer end
+        assertThat(producer.getSendMsgMaxTimeoutPerRequest()).isEqualTo(3000);
+        assertThat(producer.getRetryTimesWhenSendFailed()).isEqualTo(2);
+        assertThat(message.getKeys()).isEqualTo("10086:PAY");
+        assertThat(RocketMQProducers.key(message)).contains("10086:PAY");
+        ReadmeSnippets.assertShown(
+                Path.of("src/test/java/dev/idem/rocketmq/ReadmeRocketMQExampleTest.java"), "rocketmq-producer");
     }
 
     private void charge(byte[] body) {

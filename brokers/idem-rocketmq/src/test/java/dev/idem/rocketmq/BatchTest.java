@@ -69,6 +69,7 @@ class BatchTest {
             DefaultMQProducer producer = RocketMQFixture.producer(group + "-p");
             try {
                 BODIES.forEach(body -> RocketMQFixture.send(producer, topic, body, body));
+                await().atMost(WAIT).until(() -> RocketMQFixture.broker().endOffset(topic, 0) == BODIES.size());
                 RocketMQFixture.start(consumer);
                 await().atMost(WAIT)
                         .until(() -> deliveries.getOrDefault("held", List.of()).size() >= 4);

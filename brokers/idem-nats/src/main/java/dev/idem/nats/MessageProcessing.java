@@ -88,8 +88,9 @@ final class MessageProcessing {
             }
             outcome = run(key, message);
         }
-        LOG.log(System.Logger.Level.DEBUG, () -> name + " " + describe(message) + " attempt " + attempt + ": " + outcome);
-        settle(message, key, outcome, attempt, tick);
+        Outcome last = outcome;
+        LOG.log(System.Logger.Level.DEBUG, () -> name + " " + describe(message) + " attempt " + attempt + ": " + last);
+        settle(message, key, last, attempt, tick);
     }
 
     private void settle(Message message, String key, Outcome outcome, int attempt, InProgressTicker.Tick tick) {

@@ -171,9 +171,11 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
             return ServerSettings.check(
                     stream, durable, consumer, subjects, deadLetterSubject, deadLetterStreams, guardLease);
         } catch (JetStreamApiException e) {
-            throw new ConfigurationException("consumer " + durable + " of stream " + stream
-                    + " cannot be read (" + e.getMessage() + "): create the stream and a durable pull consumer"
-                    + " with AckPolicy.Explicit first", e);
+            throw new ConfigurationException(
+                    "consumer " + durable + " of stream " + stream
+                            + " cannot be read (" + e.getMessage() + "): create the stream and a durable pull consumer"
+                            + " with AckPolicy.Explicit first",
+                    e);
         }
     }
 
@@ -269,7 +271,9 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
                 InProgressTicker.Tick tick = ticker.start(message);
                 executor.execute(() -> work(processing, message, tick));
             }
-        } catch (IllegalStateException e) { // connection closed or reconnecting, or a pull status (JetStreamStatusException)
+        } catch (
+                IllegalStateException
+                        e) { // connection closed or reconnecting, or a pull status (JetStreamStatusException)
             if (!stopping) {
                 LOG.log(
                         System.Logger.Level.WARNING,
@@ -449,8 +453,7 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
                         + " the handler rejects is published there with its reason, never dropped");
             }
             if (handler == null) {
-                throw new ConfigurationException(
-                        "call .handler((key, message) -> guard.run(key, ...)) on the builder");
+                throw new ConfigurationException("call .handler((key, message) -> guard.run(key, ...)) on the builder");
             }
             return new IdempotentNatsConsumer(this);
         }

@@ -167,6 +167,9 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
                     management.getConsumerInfo(stream, durable).getConsumerConfiguration();
             List<String> subjects =
                     management.getStreamInfo(stream).getConfiguration().getSubjects();
+            if (subjects == null) {
+                subjects = List.of();
+            }
             List<String> deadLetterStreams = management.getStreamNames(deadLetterSubject);
             return ServerSettings.check(
                     stream, durable, consumer, subjects, deadLetterSubject, deadLetterStreams, guardLease);

@@ -43,25 +43,25 @@ final class ServerSettings {
             @Nullable Duration guardLease) {
         String name = "consumer " + durable + " of stream " + stream;
         if (consumer.getAckPolicy() != AckPolicy.Explicit) {
-            throw new ConfigurationException(name + " has AckPolicy " + consumer.getAckPolicy()
-                    + ": a guarded consumer acks each message itself; create it with AckPolicy.Explicit");
+            throw new ConfigurationException(
+                    name + " has AckPolicy " + consumer.getAckPolicy().name()
+                            + ": a guarded consumer acks each message itself; create it with AckPolicy.Explicit");
         }
         if (deadLetterStreams.isEmpty()) {
             throw new ConfigurationException("no stream captures the dead-letter subject " + deadLetterSubject
                     + ": dead letters would be lost; add a stream for it (e.g. StreamConfiguration.builder().name(\"DLQ\")"
                     + ".subjects(\"" + deadLetterSubject + "\"))");
         }
+        List<String> filters = orEmpty(consumer.getFilterSubjects());
         if (streamSubjects.stream().anyMatch(s -> Subjects.matches(s, deadLetterSubject))
-                && (consumer.getFilterSubjects().isEmpty()
-                        || consumer.getFilterSubjects().stream()
-                                .anyMatch(f -> Subjects.matches(f, deadLetterSubject)))) {
+                && (filters.isEmpty() || filters.stream().anyMatch(f -> Subjects.matches(f, deadLetterSubject)))) {
             throw new ConfigurationException("the dead-letter subject " + deadLetterSubject + " is captured by stream "
                     + stream + " and delivered to " + name + ": dead letters would come back to the handler; use a"
                     + " subject outside the stream or the consumer's filter");
         }
         Duration ackWait = consumer.getAckWait() == null ? Duration.ofSeconds(30) : consumer.getAckWait();
         Duration shortest = ackWait;
-        for (Duration step : consumer.getBackoff()) {
+        for (Duration step : orEmpty(consumer.getBackoff())) {
             if (step.compareTo(shortest) < 0) {
                 shortest = step;
             }
@@ -83,6 +83,10 @@ final class ServerSettings {
                     + " first; keep the guard's watchdog on and the lease at least the AckWait");
         }
         return new ServerSettings(ackWait, maxDeliver, progressEvery, warnings);
+    }
+
+    private static <T> List<T> orEmpty(@Nullable List<T> list) {
+        return list == null ? List.of() : list;
     }
 
     Duration ackWait() {

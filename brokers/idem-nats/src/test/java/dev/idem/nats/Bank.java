@@ -1,6 +1,6 @@
 package dev.idem.nats;
 
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

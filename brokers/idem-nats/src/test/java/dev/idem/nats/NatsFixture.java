@@ -3,7 +3,7 @@ package dev.idem.nats;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
 import io.nats.client.Connection;
 import io.nats.client.JetStreamApiException;
 import io.nats.client.JetStreamManagement;

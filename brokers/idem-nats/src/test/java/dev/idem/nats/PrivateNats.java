@@ -2,7 +2,7 @@ package dev.idem.nats;
 
 import static org.awaitility.Awaitility.await;
 
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
 import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -154,7 +154,7 @@ final class MessageProcessing {
                         deadLetters.subject(),
                         outcome.type(),
                         outcome.reason());
-                events.deadLettered(key, outcome, attempt);
+                events.deadLettered(key, outcome, attempt, deadLetters.subject());
                 return;
             } catch (Exception e) {
                 Duration delay = retryPolicy.delayAfter(Math.max(attempt, tries));

@@ -130,7 +130,7 @@ class PoisonMessageTest {
             try (IdempotentNatsConsumer consumer = IdempotentNatsConsumer.builder(nats)
                     .consumer(streams.name, durable)
                     .deadLetterSubject(streams.deadLetterSubject)
-                    .retryPolicy(FAST_RETRY.withMaxAttempts(3))
+                    .retryPolicy(FAST_RETRY.toBuilder().maxAttempts(3).build())
                     .handler((key, message) -> {
                         attempts.add(message.metaData().deliveredCount());
                         throw new IllegalStateException("ledger service down");

@@ -30,8 +30,11 @@ import org.junit.jupiter.api.Test;
  */
 class ProducerResendTest {
     private static final String KEY_HEADER = "Idem-Key";
-    private static final RetryPolicy RESEND =
-            new RetryPolicy(Duration.ofMillis(200), 1.0, Duration.ofMillis(200), 50, 0.0);
+    private static final RetryPolicy RESEND = NatsFixture.FAST_RETRY.toBuilder()
+            .initialDelay(Duration.ofMillis(200))
+            .maxDelay(Duration.ofMillis(200))
+            .maxAttempts(50)
+            .build();
 
     static Bank bank;
     static Connection nats;

@@ -11,10 +11,16 @@ import java.io.IOException;
 
 /**
  * Publishes a message the consumer gives up on to the dead-letter subject and waits for the stream's {@code
- * PubAck}: only then may the original be terminated. The copy keeps the data and headers and adds the reason.
+ * PubAck}: only then may the original be terminated. The copy keeps the data and the application's headers (not the
+ * {@code Nats-} ones the server acts on) and adds the reason.
  */
 final class DeadLetters {
     private static final int MAX_HEADER_VALUE = 1024;
+    /**
+     * Headers the server acts on ({@code Nats-Expected-Stream}, {@code Nats-Expected-Last-Sequence}, {@code
+     * Nats-Rollup}, ...): copied to the dead-letter stream they would make it refuse the copy, or purge it.
+     */
+    private static final String SERVER_HEADER_PREFIX = "Nats-";
 
     private final JetStream jetStream;
     private final String subject;
@@ -41,7 +47,7 @@ final class DeadLetters {
             for (String name : original.getHeaders().keySet()) {
                 if (name.equals(NatsProducers.MSG_ID)) {
                     originalId = original.getHeaders().getFirst(name);
-                } else {
+                } else if (!name.regionMatches(true, 0, SERVER_HEADER_PREFIX, 0, SERVER_HEADER_PREFIX.length())) {
                     headers.put(name, original.getHeaders().get(name));
                 }
             }

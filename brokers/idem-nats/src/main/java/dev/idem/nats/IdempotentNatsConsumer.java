@@ -55,7 +55,7 @@ import org.jspecify.annotations.Nullable;
  * BackOff step), so AckWait never redelivers a message still being handled. {@link #start()} reads the durable
  * consumer's configuration and refuses what cannot work (see {@link Builder#build()}).
  *
- * <p>Dead letters carry the original data and headers plus {@value #DLQ_REASON}, {@value #DLQ_OUTCOME}, {@value
+ * <p>Dead letters carry the original data and application headers (not the {@code Nats-} ones the server acts on) plus {@value #DLQ_REASON}, {@value #DLQ_OUTCOME}, {@value
  * #DLQ_ATTEMPTS}, {@value #DLQ_STREAM}, {@value #DLQ_CONSUMER}, {@value #DLQ_SUBJECT}, {@value #DLQ_SEQUENCE} and the
  * original {@value NatsProducers#MSG_ID} as {@value #DLQ_MSG_ID}.
  *

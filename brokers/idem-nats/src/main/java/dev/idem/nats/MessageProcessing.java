@@ -76,6 +76,7 @@ final class MessageProcessing {
         while (outcome.type() == Outcome.Type.IN_PROGRESS && settings.lastDelivery(attempt)) {
             // A nak now would be the last: the server stops delivering at MaxDeliver. Wait here with the tick on.
             if (!pause(retryDelay(outcome, attempt))) {
+                Thread.interrupted(); // the shutdown's interrupt: clear it so the dead letter can be published
                 deadLetter(
                         message,
                         key,
@@ -84,6 +85,7 @@ final class MessageProcessing {
                                 + " lost: " + outcome.reason()),
                         attempt,
                         tick);
+                Thread.currentThread().interrupt();
                 return;
             }
             outcome = run(key, message);

@@ -240,6 +240,73 @@ class PoisonMessageTest {
         }
     }
 
+    @Test
+    void rejected_withServerHeadersOnTheOriginal_deadLetterStillStored_applicationHeadersKept() throws Exception {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "serverheaders")) {
+            String durable = streams.durable("poison", Duration.ofSeconds(1), -1);
+            nats.jetStream()
+                    .publish(NatsMessage.builder()
+                            .subject(streams.subject("pay"))
+                            .headers(new Headers()
+                                    .put(NatsProducers.MSG_ID, "pay-7")
+                                    .put("Nats-Expected-Stream", streams.name)
+                                    .put("Trace-Id", "t-1"))
+                            .data("acc:-1".getBytes(StandardCharsets.UTF_8))
+                            .build());
+            try (IdempotentNatsConsumer consumer =
+                    consumer(streams, durable, (key, message) -> Outcome.rejected("negative amount"))) {
+                await().atMost(WAIT).until(() -> streams.deadLetters().size() == 1);
+                streams.awaitDone(durable);
+            }
+            Headers h = streams.deadLetters().get(0).getHeaders();
+            assertThat(h.getFirst("Trace-Id")).isEqualTo("t-1");
+            assertThat(h.getFirst("Nats-Expected-Stream")).isNull();
+            assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_REASON)).isEqualTo("negative amount");
+        }
+    }
+
+    @Test
+    void inProgressAtTheOnlyDelivery_consumerStopsPastItsShutdownTimeout_deadLetteredWithTheReason_notLost()
+            throws Exception {
+        ExecutorService holder = Executors.newSingleThreadExecutor();
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "heldstop");
+                Guard guard = Guard.of(InMemoryStore.create(), "heldstop")) {
+            String durable = streams.durable("held", Duration.ofSeconds(1), 1);
+            CountDownLatch claimed = new CountDownLatch(1);
+            CountDownLatch release = new CountDownLatch(1);
+            holder.submit(() -> guard.run("pay-8", () -> {
+                claimed.countDown();
+                release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
+            }));
+            assertThat(claimed.await(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+            AtomicInteger inProgress = new AtomicInteger();
+            publish(streams, "pay-8", "acc:5");
+            try (IdempotentNatsConsumer consumer = IdempotentNatsConsumer.builder(nats)
+                    .consumer(streams.name, durable)
+                    .deadLetterSubject(streams.deadLetterSubject)
+                    .retryPolicy(FAST_RETRY)
+                    .shutdownTimeout(Duration.ofMillis(300))
+                    .handler((key, message) -> {
+                        Outcome outcome = guard.run(key, () -> {
+                            throw new AssertionError("the key is held: the effect must not run here");
+                        });
+                        inProgress.incrementAndGet();
+                        return outcome;
+                    })
+                    .build()
+                    .start()) {
+                await().atMost(WAIT).until(() -> inProgress.get() >= 2);
+            }
+            release.countDown();
+
+            assertThat(streams.deadLetters()).hasSize(1);
+            assertThat(streams.deadLetters().get(0).getHeaders().getFirst(IdempotentNatsConsumer.DLQ_REASON))
+                    .startsWith("consumer stopped while holding the last delivery (MaxDeliver 1)");
+        } finally {
+            holder.shutdownNow();
+        }
+    }
+
     private static IdempotentNatsConsumer consumer(NatsFixture.Streams streams, String durable, MessageHandler handler)
             throws Exception {
         return IdempotentNatsConsumer.builder(nats)

@@ -150,7 +150,7 @@ class ConcurrentHandlingTest {
                 maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
                 try {
                     if (firstCopy.getAndSet(false)) {
-                        proxy.partitionExisting();
+                        NatsFixture.cutOff(proxy);
                         if (!secondCopyHandled.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
                             throw new AssertionError("the message was not redelivered to the second consumer");
                         }

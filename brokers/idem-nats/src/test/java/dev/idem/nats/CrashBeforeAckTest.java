@@ -53,7 +53,7 @@ class CrashBeforeAckTest {
                 Run run;
                 try (TcpProxy proxy = TcpProxy.start(server.getHost(), server.getPort());
                         Connection first = NatsFixture.connect("nats://127.0.0.1:" + proxy.port())) {
-                    run = crashAfterCommit(streams, mode, nats, first, proxy::partitionExisting, () -> {});
+                    run = crashAfterCommit(streams, mode, nats, first, () -> NatsFixture.cutOff(proxy), () -> {});
                 }
                 assertEffects(mode, run);
             }

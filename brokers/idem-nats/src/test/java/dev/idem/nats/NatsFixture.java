@@ -3,6 +3,7 @@ package dev.idem.nats;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
+import dev.idem.testkit.TcpProxy;
 import dev.idem.testsupport.TestServers;
 import io.nats.client.Connection;
 import io.nats.client.JetStreamApiException;
@@ -62,6 +63,15 @@ final class NatsFixture {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
         }
+    }
+
+    /**
+     * Cuts every connection through {@code proxy} off from the server for good: the open ones lose both directions
+     * (their sockets stay open), and new ones never get the server's INFO, so a client cannot reconnect through it.
+     */
+    static void cutOff(TcpProxy proxy) {
+        proxy.blackholeAll(true);
+        proxy.partitionExisting();
     }
 
     /**

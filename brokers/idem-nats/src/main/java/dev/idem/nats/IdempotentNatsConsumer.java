@@ -96,7 +96,7 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
     private volatile boolean stopping;
     private volatile @Nullable Throwable failure;
     private @Nullable Thread fetchThread;
-    private @Nullable ServerSettings settings;
+    private volatile @Nullable ServerSettings settings;
 
     private IdempotentNatsConsumer(Builder b) {
         this.connection = b.connection;

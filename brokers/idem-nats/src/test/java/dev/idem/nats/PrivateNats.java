@@ -29,9 +29,12 @@ final class PrivateNats implements AutoCloseable {
     private final int port;
     private volatile @Nullable Process process;
 
+    private final Thread exitHook = new Thread(this::stop, "idem-private-nats-stop");
+
     private PrivateNats(Path directory, int port) {
         this.directory = directory;
         this.port = port;
+        Runtime.getRuntime().addShutdownHook(exitHook);
     }
 
     /** Starts a fresh server, or skips the test (fails it under {@code IDEM_REQUIRE_SERVICES=1}) without the binary. */
@@ -108,6 +111,7 @@ final class PrivateNats implements AutoCloseable {
     @Override
     public void close() {
         stop();
+        Runtime.getRuntime().removeShutdownHook(exitHook);
         try (Stream<Path> files = Files.walk(directory)) {
             files.sorted(Comparator.reverseOrder()).map(Path::toFile).forEach(File::delete);
         } catch (IOException e) {

@@ -259,6 +259,11 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
         if (!freeWorkers.tryAcquire(fetchWait.toMillis(), TimeUnit.MILLISECONDS)) {
             return;
         }
+        if (stopping) {
+            // A pull now would leave a request on the server that takes the next delivery to a closing subscription.
+            freeWorkers.release();
+            return;
+        }
         int drained = freeWorkers.drainPermits();
         int extra = Math.min(batchSize - 1, drained);
         freeWorkers.release(drained - extra);

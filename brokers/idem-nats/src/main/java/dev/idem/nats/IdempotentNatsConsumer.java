@@ -17,6 +17,8 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -93,6 +95,7 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
     private final Object lifecycle = new Object();
     private final CountDownLatch stopped = new CountDownLatch(1);
     private final Semaphore freeWorkers;
+    private final Set<Thread> workerThreads = ConcurrentHashMap.newKeySet();
     private volatile boolean stopping;
     private volatile @Nullable Throwable failure;
     private @Nullable Thread fetchThread;
@@ -212,8 +215,8 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
         synchronized (lifecycle) {
             thread = fetchThread;
         }
-        if (thread == null || Thread.currentThread() == thread) {
-            return;
+        if (thread == null || Thread.currentThread() == thread || workerThreads.contains(Thread.currentThread())) {
+            return; // called from a handler: waiting here for the handlers to finish would wait for itself
         }
         try {
             stopped.await(shutdownTimeout.toMillis() + fetchWait.toMillis() + 10_000, TimeUnit.MILLISECONDS);
@@ -227,6 +230,7 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
         ExecutorService executor = Executors.newFixedThreadPool(workers, r -> {
             Thread t = new Thread(r, "idem-nats-" + durable + "-worker-" + n.incrementAndGet());
             t.setDaemon(true);
+            workerThreads.add(t);
             return t;
         });
         InProgressTicker ticker = new InProgressTicker(s.progressEvery(), durable);

@@ -16,6 +16,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -86,6 +87,33 @@ class LifecycleTest {
                     .as("acked before close returned")
                     .isZero();
             assertThat(streams.info(durable).getNumPending()).isZero();
+        }
+    }
+
+    @Test
+    void closeCalledByAHandler_returnsAtOnce_theMessageIsStillAcked_andTheConsumerStops() throws Exception {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "closeinside")) {
+            String durable = streams.durable("closing", Duration.ofSeconds(5), -1);
+            AtomicReference<IdempotentNatsConsumer> self = new AtomicReference<>();
+            CountDownLatch closed = new CountDownLatch(1);
+            publish(streams, "pay-3");
+            self.set(IdempotentNatsConsumer.builder(nats)
+                    .consumer(streams.name, durable)
+                    .deadLetterSubject(streams.deadLetterSubject)
+                    .shutdownTimeout(WAIT)
+                    .handler((key, message) -> {
+                        self.get().close();
+                        closed.countDown();
+                        return Outcome.processed();
+                    })
+                    .build());
+            self.get().start();
+
+            assertThat(closed.await(5, TimeUnit.SECONDS))
+                    .as("close() from a handler does not wait for that handler")
+                    .isTrue();
+            await().atMost(WAIT).until(() -> !self.get().isRunning());
+            assertThat(streams.info(durable).getNumAckPending()).isZero();
         }
     }
 

@@ -88,13 +88,14 @@ final class RabbitFixture {
             return topology.workQueue();
         }
 
-        /** Publishes {@code body} to the work queue with {@code message-id} = {@code key} (none when null). */
+        /** Publishes {@code body} to the work queue with {@code message-id} = {@code key}. */
         void publish(String key, String body) {
-            AMQP.BasicProperties.Builder props = new AMQP.BasicProperties.Builder().deliveryMode(2);
-            if (key != null) {
-                props.messageId(key);
-            }
-            publish(props.build(), body);
+            publish(
+                    new AMQP.BasicProperties.Builder()
+                            .deliveryMode(2)
+                            .messageId(key)
+                            .build(),
+                    body);
         }
 
         void publish(AMQP.BasicProperties props, String body) {

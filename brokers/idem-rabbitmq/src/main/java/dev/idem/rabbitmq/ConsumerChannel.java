@@ -43,7 +43,11 @@ final class ConsumerChannel implements Consumer {
         });
     }
 
-    void open() throws IOException {
+    /** Opens the channel and subscribes; not once the consumer is stopping (a reopen racing with close). */
+    synchronized void open() throws IOException {
+        if (owner.stopping()) {
+            return;
+        }
         Channel c = owner.connection().createChannel();
         if (c == null) {
             throw new IOException("the connection has no channel left (channel-max reached)");
@@ -154,7 +158,7 @@ final class ConsumerChannel implements Consumer {
     public void handleCancelOk(String tag) {}
 
     /** Stops the broker's deliveries to this channel. */
-    void cancel() {
+    synchronized void cancel() {
         Channel c = channel;
         String tag = consumerTag;
         if (c != null && tag != null && c.isOpen()) {
@@ -180,7 +184,7 @@ final class ConsumerChannel implements Consumer {
         abort();
     }
 
-    void abort() {
+    synchronized void abort() {
         life.incrementAndGet();
         Channel c = channel;
         if (c != null) {

@@ -14,7 +14,6 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.TimeoutException;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -37,8 +36,9 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>The copy (retry or dead letter) is always confirmed before the delivery is acked, so a message is never lost
  * between the two; a crash in between leaves both, and the guard answers {@code DUPLICATE} to the extra copy. When the
- * copy is not confirmed, the delivery goes back to the work queue ({@code basic.nack} with requeue; after a confirm
- * timeout the channel is aborted instead, which requeues everything unacked on it) and {@link #process} throws.
+ * copy is not confirmed (timeout, nack, returned as unroutable, channel closed), the channel is aborted, which returns
+ * every unacked delivery on it to the work queue, and {@link #process} throws: the host reopens the channel after a
+ * pause, so a topology that cannot take the copy does not turn into a redelivery loop without delay.
  *
  * <p>Hosting it in another container: consume with manual acks, call {@link #process} for each delivery on the
  * delivery's own channel, and never from two threads for one channel at a time. The channel is put in confirm mode
@@ -201,14 +201,14 @@ public final class DeliveryProcessor {
         try {
             ConfirmedPublish.publish(channel, exchange, routingKey, copy, message.getBody(), confirmTimeout);
         } catch (ConfirmedPublish.NotConfirmedException e) {
-            giveBack(channel, message, e);
+            giveBack(channel);
             throw new IOException(
                     topology.workQueue() + ": " + what + " not confirmed, the message goes back to the queue: "
                             + e.getMessage(),
                     e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            giveBack(channel, message, e);
+            giveBack(channel);
             var interrupted = new InterruptedIOException(
                     topology.workQueue() + ": interrupted while waiting for the confirm of the " + what);
             interrupted.initCause(e);
@@ -218,19 +218,13 @@ public final class DeliveryProcessor {
     }
 
     /**
-     * Returns the delivery to the work queue. A channel whose confirm is overdue cannot be trusted with the next
-     * publish (its confirms are counted together), so it is aborted, which requeues every unacked delivery on it.
+     * Returns the delivery to the work queue by aborting the channel, which requeues every unacked delivery on it: a
+     * channel whose confirm is overdue cannot be trusted with the next publish (its confirms are counted together), and
+     * a requeue of this delivery alone would hand it out again at once, without any delay, for as long as the copy
+     * cannot be placed. The host reopens the channel after a pause.
      */
-    private static void giveBack(Channel channel, Delivery message, Exception why) {
-        if (why.getCause() instanceof TimeoutException || why instanceof InterruptedException) {
-            Channels.abort(channel);
-            return;
-        }
-        try {
-            channel.basicNack(message.getEnvelope().getDeliveryTag(), false, true);
-        } catch (IOException | ShutdownSignalException e) {
-            // the channel is gone: the broker requeues its unacked deliveries anyway
-        }
+    private static void giveBack(Channel channel) {
+        Channels.abort(channel);
     }
 
     private static void ack(Channel channel, Delivery message) throws IOException {

@@ -85,26 +85,35 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
                         "consumer of " + processor.topology().workQueue() + " was already started");
             }
             started = true;
-            if (declareTopology) {
-                try (var channel = connection.createChannel()) {
-                    processor.topology().declare(channel);
-                } catch (java.util.concurrent.TimeoutException e) {
-                    throw new IOException("closing the channel used to declare the topology timed out", e);
-                }
-            } else {
-                processor.topology().verify(connection);
-            }
-            reopener = Executors.newSingleThreadScheduledExecutor(r -> {
-                Thread t = new Thread(r, "idem-rabbitmq-" + processor.topology().workQueue() + "-reopen");
-                t.setDaemon(true);
-                return t;
-            });
-            for (int i = 0; i < concurrency; i++) {
-                ConsumerChannel channel = new ConsumerChannel(this, i);
-                channels.add(channel);
-                channel.open();
+            try {
+                subscribe();
+            } catch (IOException | RuntimeException e) {
+                close();
+                throw e;
             }
             return this;
+        }
+    }
+
+    private void subscribe() throws IOException {
+        if (declareTopology) {
+            try (var channel = connection.createChannel()) {
+                processor.topology().declare(channel);
+            } catch (java.util.concurrent.TimeoutException e) {
+                throw new IOException("closing the channel used to declare the topology timed out", e);
+            }
+        } else {
+            processor.topology().verify(connection);
+        }
+        reopener = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "idem-rabbitmq-" + processor.topology().workQueue() + "-reopen");
+            t.setDaemon(true);
+            return t;
+        });
+        for (int i = 0; i < concurrency; i++) {
+            ConsumerChannel channel = new ConsumerChannel(this, i);
+            channels.add(channel);
+            channel.open();
         }
     }
 

@@ -143,9 +143,9 @@ class RetryBehaviourTest {
     }
 
     @Test
-    void retryQueueMissing_copyReturnedUnroutable_deliveryGoesBackToTheWorkQueue() throws Exception {
-        try (RabbitFixture.Queues queues = RabbitFixture.queues("noretry");
-                Channel channel = queues.admin.createChannel()) {
+    void retryQueueMissing_copyReturnedUnroutable_channelAborted_deliveryGoesBackToTheWorkQueue() throws Exception {
+        try (RabbitFixture.Queues queues = RabbitFixture.queues("noretry")) {
+            Channel channel = queues.admin.createChannel(); // aborted by the processor
             queues.publish("pay-1", "x");
             channel.queueDelete(queues.topology.retryQueue());
             DeliveryProcessor processor = DeliveryProcessor.builder(queues.topology)
@@ -156,6 +156,9 @@ class RetryBehaviourTest {
                     .isInstanceOf(IOException.class)
                     .hasMessageContaining("retry copy not confirmed")
                     .hasMessageContaining("unroutable");
+            assertThat(channel.isOpen())
+                    .as("aborted: the host reopens it after a pause")
+                    .isFalse();
             await().atMost(WAIT).until(() -> queues.depth(queues.queue()) == 1);
         }
     }

@@ -9,7 +9,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;

@@ -10,7 +10,7 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.GetResponse;
 import dev.idem.ConfigurationException;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;

@@ -20,7 +20,6 @@ import org.junit.jupiter.api.Test;
 /** The examples of docs/rabbitmq.md: they compile, run against the local server, and the page shows them verbatim. */
 class DocsRabbitExampleTest {
     private static final Path SOURCE = Path.of("src/test/java/dev/idem/rabbitmq/DocsRabbitExampleTest.java");
-    private static final String PAGE = "docs/rabbitmq.md";
 
     private final List<String> charged = new CopyOnWriteArrayList<>();
 
@@ -62,8 +61,8 @@ class DocsRabbitExampleTest {
             connection.close();
         }
         assertThat(charged).containsExactly("charge 25");
-        ReadmeSnippets.assertShownIn(PAGE, SOURCE, "rabbitmq-consumer");
-        ReadmeSnippets.assertShownIn(PAGE, SOURCE, "rabbitmq-publisher");
+        ReadmeSnippets.assertShown(SOURCE, "rabbitmq-consumer");
+        ReadmeSnippets.assertShown(SOURCE, "rabbitmq-publisher");
     }
 
     private void chargeCustomer(byte[] payment) {

@@ -99,13 +99,13 @@ public final class DeliveryProcessor {
                     "idempotency key unreadable from " + keyExtractor.describe() + ": "
                             + e.getClass().getName() + ": " + e.getMessage(),
                     e);
-            deadLetter(channel, message, rejected, attempt);
+            deadLetter(channel, message, null, rejected, attempt);
             return rejected;
         }
         if (key == null || key.isBlank()) {
             Outcome rejected = Outcome.rejected("no idempotency key: " + keyExtractor.describe()
                     + " is missing or blank; the producer must set it before the first publish (RabbitPublisher)");
-            deadLetter(channel, message, rejected, attempt);
+            deadLetter(channel, message, null, rejected, attempt);
             return rejected;
         }
         Outcome outcome = runHandler(key, message);
@@ -115,7 +115,7 @@ public final class DeliveryProcessor {
                 ack(channel, message);
                 events.committed(key, outcome, attempt);
             }
-            case DEAD_LETTER -> deadLetter(channel, message, outcome, attempt);
+            case DEAD_LETTER -> deadLetter(channel, message, key, outcome, attempt);
             case RETRY -> retry(channel, message, key, outcome, failures);
         }
         return outcome;
@@ -137,6 +137,7 @@ public final class DeliveryProcessor {
             deadLetter(
                     channel,
                     message,
+                    key,
                     outcome.withReason("gave up after " + attempt + " attempts; last: " + outcome.reason()),
                     attempt);
             return;
@@ -149,7 +150,7 @@ public final class DeliveryProcessor {
                 .expiration(Long.toString(delay.toMillis()))
                 .build();
         publishThenAck(channel, message, "", topology.retryQueue(), copy, "retry copy");
-        events.retryScheduled(key, outcome, attempt, delay);
+        events.retryScheduled(key, outcome, attempt, delay, topology.retryQueue());
     }
 
     /** The policy's backoff, but never later than the outcome's own {@code retryAfter}. */
@@ -169,7 +170,8 @@ public final class DeliveryProcessor {
         return after.compareTo(retryPolicy.maxDelay()) > 0 ? retryPolicy.maxDelay() : after;
     }
 
-    private void deadLetter(Channel channel, Delivery message, Outcome outcome, int attempt) throws IOException {
+    private void deadLetter(Channel channel, Delivery message, @Nullable String key, Outcome outcome, int attempt)
+            throws IOException {
         Map<String, Object> headers = headersOf(message);
         headers.put(DLQ_REASON, outcome.reason());
         headers.put(DLQ_OUTCOME, outcome.type().name());
@@ -187,7 +189,7 @@ public final class DeliveryProcessor {
                 topology.deadLetterExchange(),
                 outcome.type(),
                 outcome.reason());
-        events.deadLettered(outcome, attempt);
+        events.deadLettered(key, outcome, attempt, topology.deadLetterExchange());
     }
 
     private void publishThenAck(

@@ -1,5 +1,6 @@
 package dev.idem.rabbitmq;
 
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.Outcome;
@@ -8,8 +9,12 @@ import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.HexFormat;
+import org.jspecify.annotations.Nullable;
 
-/** The adapter's events (source {@value #SOURCE}), told to the listener; a listener that throws is logged. */
+/**
+ * The adapter's events, source {@value #SOURCE}, namespace the work queue: {@code COMMITTED} (acked), {@code
+ * RETRY_SCHEDULED}, {@code DEAD_LETTERED}, each with the outcome and the attempt. A listener that throws is logged.
+ */
 final class RabbitEvents {
     static final String SOURCE = "rabbitmq";
     private static final System.Logger LOG = System.getLogger(RabbitEvents.class.getName());
@@ -23,20 +28,38 @@ final class RabbitEvents {
     }
 
     void committed(String key, Outcome outcome, int attempt) {
-        LOG.log(
-                System.Logger.Level.TRACE,
-                () -> queue + " " + logId(key) + " acked at attempt " + attempt + ": " + outcome);
+        tell(IdempotencyEvent.Type.COMMITTED, key, outcome, attempt, "acked");
     }
 
-    void retryScheduled(String key, Outcome outcome, int attempt, Duration delay) {
-        LOG.log(
-                System.Logger.Level.DEBUG,
-                () -> queue + " " + logId(key) + " retry in " + delay.toMillis() + " ms after attempt " + attempt + ": "
-                        + outcome);
+    void retryScheduled(String key, Outcome outcome, int attempt, Duration delay, String retryQueue) {
+        tell(
+                IdempotencyEvent.Type.RETRY_SCHEDULED,
+                key,
+                outcome,
+                attempt,
+                "back in " + delay.toMillis() + " ms through " + retryQueue);
     }
 
-    void deadLettered(Outcome outcome, int attempt) {
-        LOG.log(System.Logger.Level.DEBUG, () -> queue + " dead-lettered at attempt " + attempt + ": " + outcome);
+    void deadLettered(@Nullable String key, Outcome outcome, int attempt, String exchange) {
+        tell(IdempotencyEvent.Type.DEAD_LETTERED, key, outcome, attempt, "to " + exchange + ": " + outcome.reason());
+    }
+
+    private void tell(IdempotencyEvent.Type type, @Nullable String key, Outcome outcome, int attempt, String message) {
+        if (listener == IdempotencyListener.NONE) {
+            return;
+        }
+        IdempotencyEvent event = IdempotencyEvent.builder(type, queue)
+                .source(SOURCE)
+                .outcome(outcome)
+                .attempt(attempt)
+                .keyLogId(key == null || key.isBlank() ? "<invalid>" : logId(key))
+                .message(message)
+                .build();
+        try {
+            listener.onEvent(event);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "listener failed on " + type + "; ignored", e);
+        }
     }
 
     /** Like {@link IdempotencyKey#logId()}, with the queue for namespace: never the raw key. */

@@ -137,7 +137,13 @@ class PoisonMessageTest {
 
     @Test
     void failingHandler_retriedWithBackoff_deadLetteredAfterMaxAttempts_withTheLastReason() throws Exception {
-        RetryPolicy threeAttempts = new RetryPolicy(Duration.ofMillis(50), 2.0, Duration.ofMillis(200), 3, 0.0);
+        RetryPolicy threeAttempts = RetryPolicy.builder()
+                .initialDelay(Duration.ofMillis(50))
+                .multiplier(2.0)
+                .maxDelay(Duration.ofMillis(200))
+                .maxAttempts(3)
+                .jitter(0.0)
+                .build();
         try (RabbitFixture.Queues queues = RabbitFixture.queues("giveup");
                 Connection connection = RabbitFixture.connect()) {
             queues.publish("pay-1", "x");

@@ -61,7 +61,13 @@ class ProducerResendDuplicateTest {
                         RabbitFixture.uri().getHost(), RabbitFixture.uri().getPort())) {
             String account = queues.queue() + "-acc";
             bank.open(account, 1000);
-            RetryPolicy twoAttempts = new RetryPolicy(Duration.ofMillis(50), 1.0, Duration.ofMillis(50), 2, 0.0);
+            RetryPolicy twoAttempts = RetryPolicy.builder()
+                    .initialDelay(Duration.ofMillis(50))
+                    .multiplier(1.0)
+                    .maxDelay(Duration.ofMillis(50))
+                    .maxAttempts(2)
+                    .jitter(0.0)
+                    .build();
             try (RabbitPublisher publisher = RabbitPublisher.builder(RabbitFixture.factory(proxy.port()))
                     .confirmTimeout(Duration.ofSeconds(1))
                     .retryPolicy(twoAttempts)

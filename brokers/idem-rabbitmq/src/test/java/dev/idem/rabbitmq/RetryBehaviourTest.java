@@ -27,7 +27,13 @@ import org.junit.jupiter.api.Test;
 /** How retries are counted, delayed and bounded, and that a copy is confirmed before the delivery is acked. */
 class RetryBehaviourTest {
     /** Two attempts only, so that any attempt-bound dead-lettering would show at once. */
-    static final RetryPolicy TWO_ATTEMPTS = new RetryPolicy(Duration.ofMillis(50), 1.0, Duration.ofMillis(50), 2, 0.0);
+    static final RetryPolicy TWO_ATTEMPTS = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(50))
+            .multiplier(1.0)
+            .maxDelay(Duration.ofMillis(50))
+            .maxAttempts(2)
+            .jitter(0.0)
+            .build();
 
     @Test
     void inProgress_isRetriedBeyondMaxAttempts_neverDeadLettered_andFinishesAsDuplicate() throws Exception {
@@ -82,7 +88,13 @@ class RetryBehaviourTest {
 
     @Test
     void attemptCount_survivesACrashRedelivery_andTheBoundCountsOnlyTheHandlersFailures() throws Exception {
-        RetryPolicy threeAttempts = new RetryPolicy(Duration.ofMillis(50), 1.0, Duration.ofMillis(50), 3, 0.0);
+        RetryPolicy threeAttempts = RetryPolicy.builder()
+                .initialDelay(Duration.ofMillis(50))
+                .multiplier(1.0)
+                .maxDelay(Duration.ofMillis(50))
+                .maxAttempts(3)
+                .jitter(0.0)
+                .build();
         try (RabbitFixture.Queues queues = RabbitFixture.queues("crashcount");
                 Connection connection = RabbitFixture.connect()) {
             queues.publish("pay-1", "x");
@@ -122,7 +134,13 @@ class RetryBehaviourTest {
 
     @Test
     void retryCopy_carriesTheBackoffAsTtl_theAttemptAndTheMessageId() throws Exception {
-        RetryPolicy slow = new RetryPolicy(Duration.ofMinutes(5), 1.0, Duration.ofMinutes(5), 10, 0.0);
+        RetryPolicy slow = RetryPolicy.builder()
+                .initialDelay(Duration.ofMinutes(5))
+                .multiplier(1.0)
+                .maxDelay(Duration.ofMinutes(5))
+                .maxAttempts(10)
+                .jitter(0.0)
+                .build();
         try (RabbitFixture.Queues queues = RabbitFixture.queues("ttlcopy");
                 Channel channel = queues.admin.createChannel()) {
             queues.publish("pay-1", "x");

@@ -20,13 +20,21 @@ final class ConfirmedPublish {
     /** Why a publish did not count; the message may or may not be in the target queue. */
     static final class NotConfirmedException extends IOException {
         private static final long serialVersionUID = 1L;
+        private final boolean returned;
 
         NotConfirmedException(String message, Throwable cause) {
             super(message, cause);
+            this.returned = false;
         }
 
-        NotConfirmedException(String message) {
+        NotConfirmedException(String message, boolean returned) {
             super(message);
+            this.returned = returned;
+        }
+
+        /** True when the broker returned the message as unroutable: it is certainly not stored. */
+        boolean returned() {
+            return returned;
         }
     }
 
@@ -55,12 +63,15 @@ final class ConfirmedPublish {
             }
             channel.basicPublish(exchange, routingKey, true, properties, body);
             if (!channel.waitForConfirms(timeout.toMillis())) {
-                throw new NotConfirmedException("the broker refused (nacked) the message published to " + target);
+                throw new NotConfirmedException(
+                        "the broker refused (nacked) the message published to " + target, false);
             }
             String reason = returned.get();
             if (reason != null) {
-                throw new NotConfirmedException("the message published to " + target + " was returned as unroutable ("
-                        + reason + "): no queue is bound there; declare the topology");
+                throw new NotConfirmedException(
+                        "the message published to " + target + " was returned as unroutable (" + reason
+                                + "): no queue is bound there; declare the topology",
+                        true);
             }
         } catch (TimeoutException e) {
             throw new NotConfirmedException(

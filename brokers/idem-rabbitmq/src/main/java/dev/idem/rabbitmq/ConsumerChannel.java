@@ -118,7 +118,12 @@ final class ConsumerChannel implements Consumer {
             return;
         }
         if (sig.isHardError()) {
-            if (!(owner.connection() instanceof Recoverable)) {
+            if (sig.isInitiatedByApplication()) {
+                owner.stopOn(new IOException(
+                        "the connection was closed by the application (" + sig.getMessage()
+                                + "); close the consumer before its connection",
+                        sig));
+            } else if (!(owner.connection() instanceof Recoverable)) {
                 owner.stopOn(new IOException(
                         "the connection closed (" + sig.getMessage()
                                 + ") and does not recover: enable automatic recovery on the ConnectionFactory",

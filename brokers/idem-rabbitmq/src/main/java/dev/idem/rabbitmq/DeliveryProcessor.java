@@ -254,9 +254,12 @@ public final class DeliveryProcessor {
         return 0;
     }
 
+    /** The message's headers for a copy, without the quorum queue's {@code x-delivery-count} of this delivery. */
     private static Map<String, Object> headersOf(Delivery message) {
         Map<String, Object> headers = message.getProperties().getHeaders();
-        return headers == null ? new HashMap<>() : new HashMap<>(headers);
+        Map<String, Object> copy = headers == null ? new HashMap<>() : new HashMap<>(headers);
+        copy.remove("x-delivery-count");
+        return copy;
     }
 
     /**

@@ -26,7 +26,8 @@ import org.jspecify.annotations.Nullable;
  * ({@code mandatory}). When the confirm does not arrive within {@code confirmTimeout}, the connection's state is
  * unknown: it is aborted, and the next attempt, after the retry policy's backoff, publishes the same message on a new
  * connection. After {@code maxAttempts} attempts {@link #publish} throws {@link RetryLaterException}: the message
- * may be stored zero, one or more times, and the caller may publish it again later with the same id.
+ * may be stored zero, one or more times, and the caller may publish it again later with the same id. A message the
+ * broker returns as unroutable (no queue bound) is not stored and not retried: {@link #publish} throws at once.
  *
  * <p>Thread-safe: publishes are serialised on one channel (one confirm awaited at a time). Close it when done; it
  * closes the connection it opened.
@@ -84,16 +85,18 @@ public final class RabbitPublisher implements AutoCloseable {
             try {
                 ConfirmedPublish.publish(channel(), exchange, routingKey, stamped, body, confirmTimeout);
                 return;
+            } catch (ConfirmedPublish.NotConfirmedException e) {
+                if (e.returned()) {
+                    throw new RetryLaterException(
+                            "publish of " + messageId + " not stored: " + e.getMessage()
+                                    + "; publish it again with the same message id once the queue is bound",
+                            e);
+                }
+                last = e;
+                warnAndAbandon(messageId, attempt, e);
             } catch (IOException e) {
                 last = e;
-                LOG.log(
-                        System.Logger.Level.WARNING,
-                        "publish of {0}, attempt {1}: {2}; {3}",
-                        messageId,
-                        attempt,
-                        e.getMessage(),
-                        attempt < retryPolicy.maxAttempts() ? "publishing it again on a new connection" : "giving up");
-                abandonConnection();
+                warnAndAbandon(messageId, attempt, e);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 abandonConnection();
@@ -106,6 +109,17 @@ public final class RabbitPublisher implements AutoCloseable {
                         + retryPolicy.maxAttempts() + " attempts: it may be stored zero, one or more times;"
                         + " publish it again later with the same message id",
                 last);
+    }
+
+    private void warnAndAbandon(String messageId, int attempt, IOException e) {
+        LOG.log(
+                System.Logger.Level.WARNING,
+                "publish of {0}, attempt {1}: {2}; {3}",
+                messageId,
+                attempt,
+                e.getMessage(),
+                attempt < retryPolicy.maxAttempts() ? "publishing it again on a new connection" : "giving up");
+        abandonConnection();
     }
 
     /** {@code properties} with {@code message-id} set, persistent unless a delivery mode is set. */

@@ -155,6 +155,21 @@ class ConsumerBehaviourTest {
     }
 
     @Test
+    void connectionClosedByTheApplication_stopsTheConsumer_withTheReason() throws Exception {
+        try (RabbitFixture.Queues queues = RabbitFixture.queues("appclose")) {
+            Connection connection = RabbitFixture.connect();
+            var consumer = IdempotentRabbitConsumer.builder(connection, queues.topology)
+                    .handler((key, message) -> Outcome.processed())
+                    .build()
+                    .start();
+            connection.close();
+            await().atMost(WAIT).until(() -> !consumer.isRunning());
+            assertThat(consumer.failure()).get().asString().contains("closed by the application");
+            consumer.close();
+        }
+    }
+
+    @Test
     void builder_refusesOutOfRangeSettings() {
         try (Connection connection = RabbitFixture.connect()) {
             var builder = IdempotentRabbitConsumer.builder(connection, RabbitTopology.forQueue("q"));

@@ -1,6 +1,7 @@
 package dev.idem.rabbitmq;
 
 import com.rabbitmq.client.Delivery;
+import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
@@ -36,7 +37,7 @@ public interface KeyExtractor {
         };
     }
 
-    /** The header {@code name}, as text (AMQP long strings arrive as bytes and are read as UTF-8). */
+    /** The header {@code name}, as text (long strings and byte arrays read as UTF-8, numbers in decimal). */
     static KeyExtractor header(String name) {
         Objects.requireNonNull(name, "name");
         return new KeyExtractor() {
@@ -44,6 +45,9 @@ public interface KeyExtractor {
             public @Nullable String extract(Delivery message) {
                 Map<String, Object> headers = message.getProperties().getHeaders();
                 Object value = headers == null ? null : headers.get(name);
+                if (value instanceof byte[] bytes) {
+                    return new String(bytes, StandardCharsets.UTF_8);
+                }
                 return value == null ? null : value.toString();
             }
 

@@ -48,6 +48,10 @@ final class ConsumerChannel implements Consumer {
         if (owner.stopping()) {
             return;
         }
+        Channel lost = channel;
+        if (lost != null) {
+            Channels.abort(lost); // also forgets it and its consumer for the connection's automatic recovery
+        }
         Channel c = owner.connection().createChannel();
         if (c == null) {
             throw new IOException("the connection has no channel left (channel-max reached)");

@@ -133,6 +133,36 @@ class ConsumerBehaviourTest {
     }
 
     @Test
+    void channelClosedByTheBroker_missingDeadLetterExchange_isReopened_messageDeadLetteredOnceItExists()
+            throws Exception {
+        try (RabbitFixture.Queues queues = RabbitFixture.queues("brokerclose");
+                Connection connection = RabbitFixture.connect()) {
+            AtomicInteger handled = new AtomicInteger();
+            try (var consumer = IdempotentRabbitConsumer.builder(connection, queues.topology)
+                    .retryPolicy(RabbitFixture.FAST_RETRY)
+                    .handler((key, message) -> {
+                        handled.incrementAndGet();
+                        return Outcome.rejected("amount is negative");
+                    })
+                    .build()
+                    .start()) {
+                try (Channel admin = queues.admin.createChannel()) {
+                    admin.exchangeDelete(queues.topology.deadLetterExchange());
+                }
+                queues.publish("bad-1", "x");
+                await().atMost(WAIT).until(() -> handled.get() >= 2);
+                assertThat(queues.depth(queues.topology.deadLetterQueue())).isZero();
+                try (Channel admin = queues.admin.createChannel()) {
+                    queues.topology.declare(admin);
+                }
+                await().atMost(WAIT).until(() -> queues.depth(queues.topology.deadLetterQueue()) == 1);
+                assertThat(consumer.isRunning()).isTrue();
+            }
+            assertThat(queues.depth(queues.queue())).isZero();
+        }
+    }
+
+    @Test
     void start_withoutTopology_failsNamingTheFix_declareTopologyCreatesIt() throws Exception {
         RabbitTopology topology = RabbitTopology.forQueue(TestServers.uniquePrefix("undeclared"));
         try (Connection connection = RabbitFixture.connect()) {

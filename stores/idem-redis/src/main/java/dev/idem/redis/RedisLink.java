@@ -13,32 +13,79 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.api.async.RedisKeyAsyncCommands;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.codec.ByteArrayCodec;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A store's connection to Redis: opened on first use, shared by every thread, closed with the store (and the client
- * with it when the store created the client). Scripts go by SHA, their source re-sent once when the server lost its
+ * A store's connection to Redis (standalone, Sentinel-managed or a Cluster): opened on first use, shared by every
+ * thread, closed with the store (and the client with it when the store created the client). Scripts go by SHA, their source re-sent once when the server lost its
  * script cache; every failure and every wait longer than the command timeout becomes a {@link
  * StoreUnavailableException}. Thread-safe.
  */
 final class RedisLink {
-    private final RedisClient client;
+    private final Endpoint endpoint;
     private final boolean ownsClient;
     private final Duration commandTimeout;
     private final String description;
     private final Object connectLock = new Object();
-    private volatile @Nullable StatefulRedisConnection<byte[], byte[]> connection;
+    private volatile @Nullable Connected connection;
     private volatile boolean closed;
 
-    RedisLink(RedisClient client, boolean ownsClient, Duration commandTimeout, String description) {
-        this.client = client;
+    /** The client a link connects with: a standalone or Sentinel client, or a Cluster client. */
+    sealed interface Endpoint {
+        Connected connect();
+
+        void shutdown();
+    }
+
+    record Standalone(RedisClient client) implements Endpoint {
+        @Override
+        public Connected connect() {
+            StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
+            return new Connected(c, c.async(), c.async());
+        }
+
+        @Override
+        public void shutdown() {
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    /** Scripts go to the master of their first key's slot; a scan visits every master. */
+    record Cluster(RedisClusterClient client) implements Endpoint {
+        @Override
+        public Connected connect() {
+            StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
+            return new Connected(c, c.async(), c.async());
+        }
+
+        @Override
+        public void shutdown() {
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+        }
+    }
+
+    /** An open connection and the two command views the stores use. */
+    record Connected(
+            StatefulConnection<byte[], byte[]> connection,
+            RedisScriptingAsyncCommands<byte[], byte[]> scripts,
+            RedisKeyAsyncCommands<byte[], byte[]> keys) {}
+
+    RedisLink(Endpoint endpoint, boolean ownsClient, Duration commandTimeout, String description) {
+        this.endpoint = endpoint;
         this.ownsClient = ownsClient;
         this.commandTimeout = commandTimeout;
         this.description = description;
@@ -61,12 +108,34 @@ final class RedisLink {
      */
     static RedisClient createClient(RedisURI uri, Duration commandTimeout) {
         RedisClient created = RedisClient.create(uri);
-        created.setOptions(ClientOptions.builder()
+        created.setOptions(options(commandTimeout));
+        return created;
+    }
+
+    private static ClientOptions options(Duration commandTimeout) {
+        return ClientOptions.builder()
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                 .socketOptions(
                         SocketOptions.builder().connectTimeout(commandTimeout).build())
                 .timeoutOptions(TimeoutOptions.enabled(commandTimeout))
                 .maintNotificationsConfig(MaintNotificationsConfig.disabled())
+                .build();
+    }
+
+    /**
+     * A Cluster client for a store to own, with the same timeouts as {@link #createClient}, that re-reads the
+     * topology at once (at most every second) when a node stops answering or redirects, and every 30 s anyway, so
+     * that it follows a failover.
+     */
+    static RedisClusterClient createClusterClient(List<RedisURI> seeds, Duration commandTimeout) {
+        RedisClusterClient created = RedisClusterClient.create(seeds);
+        created.setOptions(ClusterClientOptions.builder(options(commandTimeout))
+                .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                        .enableAllAdaptiveRefreshTriggers()
+                        .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1))
+                        .refreshTriggersReconnectAttempts(1)
+                        .enablePeriodicRefresh(Duration.ofSeconds(30))
+                        .build())
                 .build());
         return created;
     }
@@ -102,7 +171,7 @@ final class RedisLink {
 
     /** Sends {@code script} now (without waiting, so that several calls share a round trip). */
     <T> Call<T> call(Script script, ScriptOutputType type, byte[][] keys, byte[][] args) {
-        RedisAsyncCommands<byte[], byte[]> commands = commands();
+        RedisScriptingAsyncCommands<byte[], byte[]> commands = connected().scripts();
         RedisFuture<T> bySha = commands.evalsha(script.sha(), type, keys, args);
         return new Call<>(bySha, () -> commands.eval(script.source(), type, keys, args));
     }
@@ -115,10 +184,15 @@ final class RedisLink {
         }
     }
 
-    RedisAsyncCommands<byte[], byte[]> commands() {
-        StatefulRedisConnection<byte[], byte[]> c = connection;
+    /** Key commands (a scan), for what no script does. */
+    RedisKeyAsyncCommands<byte[], byte[]> keys() {
+        return connected().keys();
+    }
+
+    private Connected connected() {
+        Connected c = connection;
         if (c != null) {
-            return c.async();
+            return c;
         }
         synchronized (connectLock) {
             if (closed) {
@@ -126,14 +200,14 @@ final class RedisLink {
             }
             if (connection == null) {
                 try {
-                    StatefulRedisConnection<byte[], byte[]> opened = client.connect(ByteArrayCodec.INSTANCE);
-                    opened.setTimeout(commandTimeout);
+                    Connected opened = endpoint.connect();
+                    opened.connection().setTimeout(commandTimeout);
                     connection = opened;
                 } catch (RedisException e) {
                     throw new StoreUnavailableException(description, "cannot connect: " + e.getMessage(), e);
                 }
             }
-            return Objects.requireNonNull(connection).async();
+            return Objects.requireNonNull(connection);
         }
     }
 
@@ -144,13 +218,13 @@ final class RedisLink {
                 return;
             }
             closed = true;
-            StatefulRedisConnection<byte[], byte[]> c = connection;
+            Connected c = connection;
             connection = null;
             if (c != null) {
-                c.close();
+                c.connection().close();
             }
             if (ownsClient) {
-                client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+                endpoint.shutdown();
             }
         }
     }

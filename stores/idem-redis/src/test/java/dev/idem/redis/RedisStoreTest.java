@@ -51,7 +51,11 @@ class RedisStoreTest {
     }
 
     private RedisStore store(Clock clock) {
-        return RedisStore.builder(server.url()).prefix(PREFIX).clock(clock).build();
+        return RedisStore.builder(server.url())
+                .prefix(PREFIX)
+                .clock(clock)
+                .armingDelay(Duration.ZERO)
+                .build();
     }
 
     private static ClaimRequest claimOf(IdempotencyKey key, String owner) {
@@ -66,6 +70,7 @@ class RedisStoreTest {
                         .prefix(PREFIX)
                         .clock(clock)
                         .commandTimeout(Duration.ofMillis(300))
+                        .armingDelay(Duration.ZERO)
                         .build();
                 RedisStore direct = store(clock)) {
             assertThat(viaProxy.lookup(key)).isEmpty();

@@ -21,8 +21,10 @@ import io.lettuce.core.cluster.ClusterClientOptions;
 import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
@@ -55,7 +57,7 @@ final class RedisLink {
         @Override
         public Connected connect() {
             StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-            return new Connected(c, c.async(), c.async());
+            return new Connected(c, c.async(), () -> List.of(c.async()));
         }
 
         @Override
@@ -64,12 +66,25 @@ final class RedisLink {
         }
     }
 
-    /** Scripts go to the master of their first key's slot; a scan visits every master. */
+    /** Scripts go to the master of their first key's slot; a scan visits every live master that serves slots. */
     record Cluster(RedisClusterClient client) implements Endpoint {
         @Override
         public Connected connect() {
             StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
-            return new Connected(c, c.async(), c.async());
+            return new Connected(c, c.async(), () -> servingMasters(c));
+        }
+
+        private static List<RedisKeyAsyncCommands<byte[], byte[]>> servingMasters(
+                StatefulRedisClusterConnection<byte[], byte[]> c) {
+            List<RedisKeyAsyncCommands<byte[], byte[]>> masters = new ArrayList<>();
+            for (RedisClusterNode node : c.getPartitions()) {
+                if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)
+                        && !node.is(RedisClusterNode.NodeFlag.FAIL)
+                        && !node.getSlots().isEmpty()) {
+                    masters.add(c.getConnection(node.getNodeId()).async());
+                }
+            }
+            return masters;
         }
 
         @Override
@@ -78,11 +93,11 @@ final class RedisLink {
         }
     }
 
-    /** An open connection and the two command views the stores use. */
+    /** An open connection, its scripting commands, and the servers a scan of every key must visit. */
     record Connected(
             StatefulConnection<byte[], byte[]> connection,
             RedisScriptingAsyncCommands<byte[], byte[]> scripts,
-            RedisKeyAsyncCommands<byte[], byte[]> keys) {}
+            Supplier<List<RedisKeyAsyncCommands<byte[], byte[]>>> scanTargets) {}
 
     RedisLink(Endpoint endpoint, boolean ownsClient, Duration commandTimeout, String description) {
         this.endpoint = endpoint;
@@ -184,9 +199,13 @@ final class RedisLink {
         }
     }
 
-    /** Key commands (a scan), for what no script does. */
-    RedisKeyAsyncCommands<byte[], byte[]> keys() {
-        return connected().keys();
+    /** Key commands on each server that holds keys (one, or every live master of a Cluster), for a scan. */
+    List<RedisKeyAsyncCommands<byte[], byte[]>> scanTargets() {
+        try {
+            return connected().scanTargets().get();
+        } catch (RedisException e) {
+            throw new StoreUnavailableException(description, e.getClass().getSimpleName() + ": " + e.getMessage(), e);
+        }
     }
 
     private Connected connected() {

@@ -28,6 +28,7 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.async.RedisKeyAsyncCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
 import java.time.Clock;
 import java.time.Duration;
@@ -392,19 +393,21 @@ public final class RedisStore implements IdempotencyStore {
     public Set<String> rearm() {
         Set<String> namespaces = new TreeSet<>(witnesses.namespaces());
         byte[] pattern = utf8("{" + prefix + ":*}:epoch");
-        ScanCursor cursor = ScanCursor.INITIAL;
-        do {
-            KeyScanCursor<byte[]> page = link.await(
-                    link.keys().scan(cursor, ScanArgs.Builder.matches(pattern).limit(1000)));
-            for (byte[] key : page.getKeys()) {
-                String k = text(key);
-                String namespace = k.substring(prefix.length() + 2, k.length() - "}:epoch".length());
-                if (NAMESPACE.matcher(namespace).matches()) {
-                    namespaces.add(namespace);
+        for (RedisKeyAsyncCommands<byte[], byte[]> server : link.scanTargets()) {
+            ScanCursor cursor = ScanCursor.INITIAL;
+            do {
+                KeyScanCursor<byte[]> page = link.await(
+                        server.scan(cursor, ScanArgs.Builder.matches(pattern).limit(1000)));
+                for (byte[] key : page.getKeys()) {
+                    String k = text(key);
+                    String namespace = k.substring(prefix.length() + 2, k.length() - "}:epoch".length());
+                    if (NAMESPACE.matcher(namespace).matches()) {
+                        namespaces.add(namespace);
+                    }
                 }
-            }
-            cursor = page;
-        } while (!cursor.isFinished());
+                cursor = page;
+            } while (!cursor.isFinished());
+        }
         namespaces.forEach(ns -> rearm(ns, ""));
         LOG.log(System.Logger.Level.WARNING, "{0}: re-armed namespaces {1}", description, namespaces);
         return namespaces;

@@ -122,6 +122,10 @@ final class RedisProcess implements AutoCloseable {
         return port;
     }
 
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
     String url() {
         return "redis://127.0.0.1:" + port;
     }

@@ -23,6 +23,9 @@ import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.Delay;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -38,6 +41,9 @@ import org.jspecify.annotations.Nullable;
  * StoreUnavailableException}. Thread-safe.
  */
 final class RedisLink {
+    /** The longest wait between two reconnection attempts of a client the store created. */
+    static final Duration RECONNECT_CAP = Duration.ofSeconds(1);
+
     private final Endpoint endpoint;
     private final boolean ownsClient;
     private final Duration commandTimeout;
@@ -63,6 +69,7 @@ final class RedisLink {
         @Override
         public void shutdown() {
             client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            client.getResources().shutdown(0, 2, TimeUnit.SECONDS);
         }
     }
 
@@ -90,6 +97,7 @@ final class RedisLink {
         @Override
         public void shutdown() {
             client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            client.getResources().shutdown(0, 2, TimeUnit.SECONDS);
         }
     }
 
@@ -122,9 +130,20 @@ final class RedisLink {
      * every command wait at most {@code commandTimeout}.
      */
     static RedisClient createClient(RedisURI uri, Duration commandTimeout) {
-        RedisClient created = RedisClient.create(uri);
+        RedisClient created = RedisClient.create(resources(), uri);
         created.setOptions(options(commandTimeout));
         return created;
+    }
+
+    /**
+     * Resources for a client the store owns (shut down with it): reconnection attempts at most {@link
+     * #RECONNECT_CAP} apart, so that a store is back within a fraction of the default arming delay after Redis
+     * returns (Lettuce's default backs off to 30 s).
+     */
+    private static ClientResources resources() {
+        return DefaultClientResources.builder()
+                .reconnectDelay(Delay.exponential(Duration.ofMillis(1), RECONNECT_CAP, 2, TimeUnit.MILLISECONDS))
+                .build();
     }
 
     private static ClientOptions options(Duration commandTimeout) {
@@ -143,7 +162,7 @@ final class RedisLink {
      * that it follows a failover.
      */
     static RedisClusterClient createClusterClient(List<RedisURI> seeds, Duration commandTimeout) {
-        RedisClusterClient created = RedisClusterClient.create(seeds);
+        RedisClusterClient created = RedisClusterClient.create(resources(), seeds);
         created.setOptions(ClusterClientOptions.builder(options(commandTimeout))
                 .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
                         .enableAllAdaptiveRefreshTriggers()

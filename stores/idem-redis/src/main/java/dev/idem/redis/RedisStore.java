@@ -12,13 +12,14 @@ import static dev.idem.redis.Codec.text;
 import static dev.idem.redis.Codec.utf8;
 
 import dev.idem.ConfigurationException;
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
-import dev.idem.IdempotencyListener.Warning;
 import dev.idem.StoreUnavailableException;
 import dev.idem.internal.SafeListener;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
@@ -81,7 +82,7 @@ import org.jspecify.annotations.Nullable;
  * writes. The store arms each namespace at its first use by writing a sentinel {@code {prefix:namespace}:epoch}, and
  * every claim script checks it atomically: when it is missing or was replaced, the claim fails closed with {@link
  * MarksLostException} (a {@link StoreUnavailableException}, so a {@code Guard} answers {@code IN_PROGRESS}, retry
- * later) and the listener gets {@link Warning.Kind#MARKS_LOST}, on every store sharing the prefix, until an operator
+ * later) and the listener gets {@link IdempotencyEvent.Type#MARKS_LOST}, on every store sharing the prefix, until an operator
  * calls {@link #rearm()} (or the {@link MarkLossPolicy} re-arms after a delay). A store that finds a namespace empty
  * does not arm it at once: it marks it "arming" and waits {@link Builder#armingDelay}, while every store checks the
  * namespaces it uses every third of that delay; a live store that knew the namespace sees the arming, takes it for a
@@ -381,7 +382,10 @@ public final class RedisStore implements IdempotencyStore {
 
     private void warn(String namespace, String message) {
         LOG.log(System.Logger.Level.WARNING, "MARKS_LOST {0}", message);
-        listener.onWarning(new Warning(Warning.Kind.MARKS_LOST, namespace, "*", message));
+        listener.onEvent(IdempotencyEvent.builder(IdempotencyEvent.Type.MARKS_LOST, namespace)
+                .source(description)
+                .message(message)
+                .build());
     }
 
     /**
@@ -441,6 +445,24 @@ public final class RedisStore implements IdempotencyStore {
         return update(Script.COMPLETE, key, owner, retention, optional(result));
     }
 
+    /**
+     * Completes every claim in one round trip: one script per completion, all sent at once (on a Cluster, each to the
+     * master of its key). Retried by the same owners after a lost reply, each answers {@link UpdateResult#APPLIED}
+     * again.
+     */
+    @Override
+    public List<UpdateResult> completeAll(List<Completion> completions) {
+        List<RedisLink.Call<byte[]>> calls = new ArrayList<>(completions.size());
+        for (Completion c : completions) {
+            calls.add(updateCall(Script.COMPLETE, c.key(), c.owner(), c.retention(), optional(c.result())));
+        }
+        List<UpdateResult> results = new ArrayList<>(calls.size());
+        for (RedisLink.Call<byte[]> call : calls) {
+            results.add(UpdateResult.valueOf(text(call.await())));
+        }
+        return results;
+    }
+
     @Override
     public UpdateResult release(IdempotencyKey key, String owner) {
         return update(Script.RELEASE, key, owner, Duration.ZERO, Codec.NONE);
@@ -452,13 +474,18 @@ public final class RedisStore implements IdempotencyStore {
     }
 
     private UpdateResult update(Script script, IdempotencyKey key, String owner, Duration span, byte[] result) {
+        return UpdateResult.valueOf(
+                text(updateCall(script, key, owner, span, result).await()));
+    }
+
+    private RedisLink.Call<byte[]> updateCall(
+            Script script, IdempotencyKey key, String owner, Duration span, byte[] result) {
         Objects.requireNonNull(owner, "owner");
         byte[][] k = {new Keys(prefix, key.namespace()).record(key)};
         byte[][] a = {
             utf8(owner), now(clock.instant()), number(span.toMillis()), number(expiryMargin.toMillis()), result
         };
-        return UpdateResult.valueOf(
-                text(link.call(script, ScriptOutputType.VALUE, k, a).await()));
+        return link.call(script, ScriptOutputType.VALUE, k, a);
     }
 
     @Override
@@ -471,14 +498,13 @@ public final class RedisStore implements IdempotencyStore {
             return Optional.empty();
         }
         StoredRecord.State state = text(v.get(0)).equals("D") ? StoredRecord.State.DONE : StoredRecord.State.PROCESSING;
-        return Optional.of(new StoredRecord(
-                key,
-                state,
-                text(v.get(1)),
-                number(v.get(2)),
-                instant(v.get(3)),
-                optionalText(at(v, 4)),
-                optionalBytes(at(v, 5))));
+        return Optional.of(StoredRecord.builder(key, state)
+                .owner(text(v.get(1)))
+                .fencingToken(number(v.get(2)))
+                .expiresAt(instant(v.get(3)))
+                .fingerprint(optionalText(at(v, 4)))
+                .result(optionalBytes(at(v, 5)))
+                .build());
     }
 
     @Override
@@ -650,7 +676,7 @@ public final class RedisStore implements IdempotencyStore {
             return this;
         }
 
-        /** Told of {@link Warning.Kind#MARKS_LOST}; its failures are logged and ignored. Default none. */
+        /** Told of {@link IdempotencyEvent.Type#MARKS_LOST}; its failures are logged and ignored. Default none. */
         public Builder listener(IdempotencyListener listener) {
             this.listener = Objects.requireNonNull(listener, "listener");
             return this;

@@ -4,15 +4,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.Guard;
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
-import dev.idem.IdempotencyListener.Warning;
 import dev.idem.Outcome;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
+import dev.idem.testsupport.ReadmeSnippets;
 import io.lettuce.core.cluster.SlotHash;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -58,6 +60,27 @@ class RedisClusterTest {
     @AfterEach
     void closeStores() {
         stores.forEach(RedisStore::close);
+    }
+
+    @Test
+    @Order(0)
+    void docsClusterExample_runsOnTheCluster_onTheServerClock_andIsShownVerbatim() {
+        String seedUri = cluster.seed();
+        AtomicInteger charges = new AtomicInteger();
+
+        // readme:redis-cluster begin
+        RedisStore store = RedisStore.clusterBuilder(seedUri) // one or more nodes, e.g. redis://10.0.0.1:7000
+                .useServerClock(true) // every lease ends by the clock of its master
+                .build();
+        Guard guard = Guard.builder(store).namespace("payments").build();
+        // readme:redis-cluster end
+        try (store;
+                guard) {
+            assertThat(guard.run("order-1", charges::incrementAndGet).type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(guard.run("order-1", charges::incrementAndGet).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        }
+        assertThat(charges).hasValue(1);
+        ReadmeSnippets.assertShown(Path.of("src/test/java/dev/idem/redis/RedisClusterTest.java"), "redis-cluster");
     }
 
     @Test
@@ -137,7 +160,7 @@ class RedisClusterTest {
         assertThatThrownBy(() -> second.claim(claimOf("orders", "lost-0", "owner-b")))
                 .as("a store started after the failover")
                 .isInstanceOf(RedisStore.MarksLostException.class);
-        assertThat(listener.warnings).isNotEmpty().allMatch(w -> w.kind() == Warning.Kind.MARKS_LOST);
+        assertThat(listener.warnings).isNotEmpty().allMatch(w -> w.type() == IdempotencyEvent.Type.MARKS_LOST);
 
         assertThat(second.rearm()).contains("orders");
         long before = highest;
@@ -200,6 +223,6 @@ class RedisClusterTest {
     }
 
     private static ClaimRequest claimOf(String namespace, String k, String owner) {
-        return new ClaimRequest(IdempotencyKey.of(namespace, k), owner, null, LEASE);
+        return ClaimRequest.of(IdempotencyKey.of(namespace, k), owner, LEASE);
     }
 }

@@ -89,6 +89,6 @@ class RedisFailoverTest {
     }
 
     private static ClaimRequest claimOf(String k, String owner) {
-        return new ClaimRequest(key(k), owner, null, LEASE);
+        return ClaimRequest.of(key(k), owner, LEASE);
     }
 }

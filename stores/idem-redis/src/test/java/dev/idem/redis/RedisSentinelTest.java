@@ -3,8 +3,8 @@ package dev.idem.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
-import dev.idem.IdempotencyListener.Warning;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
@@ -79,7 +79,7 @@ class RedisSentinelTest {
             assertThatThrownBy(() -> second.claim(claimOf("lost-0", "owner-b")))
                     .as("a store started after the failover")
                     .isInstanceOf(RedisStore.MarksLostException.class);
-            assertThat(listener.warnings).isNotEmpty().allMatch(w -> w.kind() == Warning.Kind.MARKS_LOST);
+            assertThat(listener.warnings).isNotEmpty().allMatch(w -> w.type() == IdempotencyEvent.Type.MARKS_LOST);
 
             assertThat(second.rearm()).containsExactly("orders");
             long before = highest;
@@ -106,6 +106,6 @@ class RedisSentinelTest {
     }
 
     private static ClaimRequest claimOf(String k, String owner) {
-        return new ClaimRequest(key(k), owner, null, LEASE);
+        return ClaimRequest.of(key(k), owner, LEASE);
     }
 }

@@ -69,7 +69,8 @@ record Script(String name, byte[] source, String sha) {
             local now = server
             if ARGV[3] ~= '' then now = tonumber(ARGV[3]) end
             local expected, margin, witnessed, delay = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-            local cur = redis.call('GET', KEYS[1])
+            local found = redis.call('MGET', KEYS[1], KEYS[2])
+            local cur, counter = found[1], tonumber(found[2] or '0')
             local function lose()
               local marker = 'lost:' .. gen(expected) .. ':' .. int(now)
               redis.call('SET', KEYS[1], marker)
@@ -97,11 +98,11 @@ record Script(String name, byte[] source, String sha) {
             elseif expected ~= '' and cur ~= expected and tonumber(gen(cur)) <= tonumber(gen(expected)) then
               return lose()
             elseif cur == expected and witnessed > 0 then
-              if tonumber(redis.call('GET', KEYS[2]) or '0') < witnessed then return lose() end
+              if counter < witnessed then return lose() end
             end
             local out = {'OK', cur, now}
             if #KEYS == 2 then return out end
-            local base = math.max(tonumber(redis.call('GET', KEYS[2]) or '0'), server * 1000)
+            local base = math.max(counter, server * 1000)
             local issued = 0
             for i = 3, #KEYS do
               local k = KEYS[i]

@@ -161,6 +161,7 @@ final class RedisLink {
      * topology at once (at most every second) when a node stops answering or redirects, and every 30 s anyway, so
      * that it follows a failover.
      */
+    @SuppressWarnings("deprecation") // the reconnect-attempts trigger is what notices a master that died
     static RedisClusterClient createClusterClient(List<RedisURI> seeds, Duration commandTimeout) {
         RedisClusterClient created = RedisClusterClient.create(resources(), seeds);
         created.setOptions(ClusterClientOptions.builder(options(commandTimeout))

@@ -356,7 +356,7 @@ public final class RedisStore implements IdempotencyStore {
 
     private MarksLostException marksLost(String namespace, String marker) {
         MarksLostException e = new MarksLostException(description, namespace, detectedAt(marker), markLossPolicy);
-        warn(namespace, e.getMessage());
+        warn(namespace, Objects.requireNonNull(e.getMessage()));
         return e;
     }
 

@@ -599,9 +599,10 @@ public final class RedisStore implements IdempotencyStore {
             super(
                     store,
                     "marks lost in namespace '" + namespace
-                            + "': its sentinel key is gone or was replaced (detected at "
-                            + detectedAt + "; Redis restarted without persistence, a failover lost writes, or the"
-                            + " key was deleted), so keys that look new may have been processed already; claims fail"
+                            + "': its sentinel key is gone, replaced or being armed afresh, or its fencing counter"
+                            + " fell below a token already handed out (detected at " + detectedAt
+                            + "; Redis restarted without persistence, a failover lost writes, or the key was"
+                            + " deleted), so keys that look new may have been processed already; claims fail"
                             + " closed until an operator calls RedisStore.rearm() (mark-loss policy " + policy + ")",
                     null);
             this.namespace = namespace;

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
 import org.springframework.context.SmartLifecycle;
@@ -14,10 +15,13 @@ import org.springframework.context.SmartLifecycle;
  * thread of its own, while the application runs. The purge covers the whole table, every namespace.
  */
 public final class IdemPurge implements SmartLifecycle {
+    private static final System.Logger LOG = System.getLogger(IdemPurge.class.getName());
+
     private final DataSource dataSource;
     private final IdemProperties.Jdbc settings;
     private @Nullable ScheduledExecutorService scheduler;
     private @Nullable ScheduledFuture<?> schedule;
+    private @Nullable JdbcInbox purger;
 
     public IdemPurge(DataSource dataSource, IdemProperties.Jdbc settings) {
         this.dataSource = dataSource;
@@ -40,7 +44,8 @@ public final class IdemPurge implements SmartLifecycle {
             t.setDaemon(true);
             return t;
         });
-        schedule = purger().schedulePurge(scheduler, interval);
+        schedule = scheduler.scheduleWithFixedDelay(
+                this::purgeQuietly, interval.toMillis(), interval.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     @Override
@@ -60,11 +65,22 @@ public final class IdemPurge implements SmartLifecycle {
         return schedule != null;
     }
 
-    private JdbcInbox purger() {
-        // The namespace only names the purger in logs: the purge deletes expired rows of every namespace.
-        return JdbcInbox.builder(dataSource)
-                .namespace("idem-purge")
-                .table(settings.getTable())
-                .build();
+    private void purgeQuietly() {
+        try {
+            purgeNow();
+        } catch (RuntimeException e) {
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "purge of " + settings.getTable() + " failed; next try in " + settings.getPurgeInterval(),
+                    e);
+        }
+    }
+
+    private synchronized JdbcInbox purger() {
+        if (purger == null) {
+            // The namespace only names the purger in logs: the purge deletes expired rows of every namespace.
+            purger = JdbcInbox.builder(dataSource).namespace("idem-purge").table(settings.getTable()).build();
+        }
+        return purger;
     }
 }

@@ -22,7 +22,9 @@ import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.DelegatingDataSource;
 import org.springframework.kafka.listener.CommonErrorHandler;
 import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.annotation.EnableTransactionManagement;
+import org.springframework.transaction.support.TransactionTemplate;
 import org.springframework.transaction.annotation.Transactional;
 
 /** The auto-configuration's beans, conditions and back-offs, on an in-memory H2 database. */
@@ -112,9 +114,14 @@ class IdemAutoConfigurationTest {
                 // the transaction rolled back, and the mark with it
             }
             assertThat(marks(ds, "orders:" + key)).isZero();
+            new TransactionTemplate(context.getBean(PlatformTransactionManager.class)).executeWithoutResult(status -> {
+                service.succeed(key); // returns normally, then the caller's transaction rolls back: so does the mark
+                status.setRollbackOnly();
+            });
+            assertThat(marks(ds, "orders:" + key)).isZero();
             service.succeed(key);
             service.succeed(key);
-            assertThat(service.calls()).isEqualTo(2); // one failed, one applied, the third a duplicate
+            assertThat(service.calls()).isEqualTo(3); // failed, rolled back, applied; the fourth call a duplicate
             assertThat(marks(ds, "orders:" + key)).isEqualTo(1);
         });
     }

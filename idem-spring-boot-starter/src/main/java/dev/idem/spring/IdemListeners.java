@@ -1,13 +1,13 @@
 package dev.idem.spring;
 
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyListener;
-import dev.idem.Outcome;
-import java.time.Duration;
 import java.util.List;
 
 /**
  * Every {@link IdempotencyListener} bean of the application (metrics, health, your own) as one listener, given to
- * every guard and store the starter builds. A listener that throws is logged and skipped; the others still run.
+ * every guard, store and error handler the starter builds. A listener that throws is logged and skipped; the others
+ * still run.
  */
 public final class IdemListeners implements IdempotencyListener {
     private static final System.Logger LOG = System.getLogger(IdemListeners.class.getName());
@@ -19,23 +19,12 @@ public final class IdemListeners implements IdempotencyListener {
     }
 
     @Override
-    public void onOutcome(String namespace, String keyLogId, Outcome outcome, Duration elapsed) {
+    public void onEvent(IdempotencyEvent event) {
         for (IdempotencyListener l : listeners) {
             try {
-                l.onOutcome(namespace, keyLogId, outcome, elapsed);
+                l.onEvent(event);
             } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "listener " + l + " failed; ignored", e);
-            }
-        }
-    }
-
-    @Override
-    public void onWarning(Warning warning) {
-        for (IdempotencyListener l : listeners) {
-            try {
-                l.onWarning(warning);
-            } catch (RuntimeException e) {
-                LOG.log(System.Logger.Level.WARNING, "listener " + l + " failed; ignored", e);
+                LOG.log(System.Logger.Level.WARNING, "listener " + l + " failed on " + event.type() + "; ignored", e);
             }
         }
     }

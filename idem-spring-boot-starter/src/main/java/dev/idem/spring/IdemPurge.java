@@ -79,7 +79,10 @@ public final class IdemPurge implements SmartLifecycle {
     private synchronized JdbcInbox purger() {
         if (purger == null) {
             // The namespace only names the purger in logs: the purge deletes expired rows of every namespace.
-            purger = JdbcInbox.builder(dataSource).namespace("idem-purge").table(settings.getTable()).build();
+            purger = JdbcInbox.builder(dataSource)
+                    .namespace("idem-purge")
+                    .table(settings.getTable())
+                    .build();
         }
         return purger;
     }

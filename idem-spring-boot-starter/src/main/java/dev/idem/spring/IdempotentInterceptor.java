@@ -1,6 +1,7 @@
 package dev.idem.spring;
 
 import dev.idem.ConfigurationException;
+import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.Outcome;
 import java.lang.reflect.Method;
@@ -80,7 +81,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
                     + " store: call it inside @Transactional, or configure idem.redis.uri (or a Redis connection),"
                     + " or enable the database lease store (idem.jdbc.lease-store=true)");
         }
-        return guard.handle(key, fingerprint, ctx -> call.run());
+        return guard.handle(Delivery.of(key, fingerprint), ctx -> call.run());
     }
 
     /** One invocation of the method: runs it at most once and remembers what it returned or threw. */

@@ -10,17 +10,29 @@ import dev.idem.Outcome;
 public final class IdempotentRejectedException extends DeadLetterException {
     private static final long serialVersionUID = 1L;
 
-    private final String reason;
+    private final String namespace;
+    private final transient Outcome outcome;
 
     IdempotentRejectedException(String namespace, Outcome outcome) {
         super(
                 "namespace '" + namespace + "': rejected: " + outcome.reason(),
                 outcome.cause().orElse(null));
-        this.reason = outcome.reason();
+        this.namespace = namespace;
+        this.outcome = outcome;
+    }
+
+    /** The namespace of the {@link Idempotent} method. */
+    public String namespace() {
+        return namespace;
+    }
+
+    /** The guard's {@code REJECTED} outcome. */
+    public Outcome outcome() {
+        return outcome;
     }
 
     /** Why the message was rejected, as the guard said it. */
     public String reason() {
-        return reason;
+        return outcome.reason();
     }
 }

@@ -15,6 +15,7 @@ public abstract sealed class IdempotentRetryLaterException extends RetryLaterExc
         permits InProgressException, NotYetAppliedException {
     private static final long serialVersionUID = 1L;
 
+    private final String namespace;
     private final transient Outcome outcome;
 
     IdempotentRetryLaterException(String namespace, Outcome outcome) {
@@ -22,7 +23,13 @@ public abstract sealed class IdempotentRetryLaterException extends RetryLaterExc
                 "namespace '" + namespace + "': " + outcome.type() + " (" + outcome.reason()
                         + "); the message must be delivered again later",
                 outcome.cause().orElse(null));
+        this.namespace = namespace;
         this.outcome = outcome;
+    }
+
+    /** The namespace of the {@link Idempotent} method. */
+    public String namespace() {
+        return namespace;
     }
 
     /** The guard's outcome ({@code IN_PROGRESS}, {@code OUT_OF_ORDER} or {@code FAILED}). */

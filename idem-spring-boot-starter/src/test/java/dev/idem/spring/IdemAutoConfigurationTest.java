@@ -24,8 +24,8 @@ import org.springframework.kafka.listener.CommonErrorHandler;
 import org.springframework.kafka.listener.DefaultErrorHandler;
 import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.annotation.EnableTransactionManagement;
-import org.springframework.transaction.support.TransactionTemplate;
 import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionTemplate;
 
 /** The auto-configuration's beans, conditions and back-offs, on an in-memory H2 database. */
 class IdemAutoConfigurationTest {
@@ -39,7 +39,8 @@ class IdemAutoConfigurationTest {
                     IdemKafkaAutoConfiguration.class,
                     dev.idem.spring.schema.IdemFlywayAutoConfiguration.class,
                     dev.idem.spring.actuate.IdemActuatorAutoConfiguration.class))
-            .withBean(DataSource.class, () -> new DelegatingDataSource(DB.dataSource())) // the context must not close it
+            .withBean(
+                    DataSource.class, () -> new DelegatingDataSource(DB.dataSource())) // the context must not close it
             .withPropertyValues("idem.namespace=orders", "idem.jdbc.create-table-if-missing=true");
 
     @AfterAll
@@ -98,7 +99,8 @@ class IdemAutoConfigurationTest {
                 .run(context -> {
                     assertThat(context).doesNotHaveBean(JdbcStore.class);
                     assertThat(context).doesNotHaveBean(DefaultErrorHandler.class);
-                    assertThat(context.getBean(IdempotentGuards.class).guard("orders")).isNull();
+                    assertThat(context.getBean(IdempotentGuards.class).guard("orders"))
+                            .isNull();
                 });
     }
 
@@ -128,11 +130,13 @@ class IdemAutoConfigurationTest {
 
     @Test
     void idempotentMethod_withoutANamespace_failsWithTheFix() {
-        runner.withPropertyValues("idem.namespace=").withUserConfiguration(Transactions.class).run(context -> {
-            Transactions.Service service = context.getBean(Transactions.Service.class);
-            org.assertj.core.api.Assertions.assertThatThrownBy(() -> service.succeed("k"))
-                    .hasMessageContaining("idem.namespace");
-        });
+        runner.withPropertyValues("idem.namespace=")
+                .withUserConfiguration(Transactions.class)
+                .run(context -> {
+                    Transactions.Service service = context.getBean(Transactions.Service.class);
+                    org.assertj.core.api.Assertions.assertThatThrownBy(() -> service.succeed("k"))
+                            .hasMessageContaining("idem.namespace");
+                });
     }
 
     static int marks(DataSource ds, String id) throws Exception {
@@ -196,5 +200,4 @@ class IdemAutoConfigurationTest {
             }
         }
     }
-
 }

@@ -122,7 +122,8 @@ abstract class PaymentsAppContract {
 
     @Test
     void rolledBackTransaction_leavesNoMark_andTheCallRunsAgain() {
-        ConsumerRecord<String, String> record = new ConsumerRecord<>(topic(), 0, 0, "pay-" + UUID.randomUUID(), "amount=5");
+        ConsumerRecord<String, String> record =
+                new ConsumerRecord<>(topic(), 0, 0, "pay-" + UUID.randomUUID(), "amount=5");
         transactions.executeWithoutResult(status -> {
             listener.onPayment(record);
             status.setRollbackOnly();
@@ -216,8 +217,7 @@ abstract class PaymentsAppContract {
     }
 
     int marks(String namespace, String key) {
-        return jdbc.queryForObject(
-                "SELECT COUNT(*) FROM idem_keys WHERE id = ?", Integer.class, namespace + ":" + key);
+        return jdbc.queryForObject("SELECT COUNT(*) FROM idem_keys WHERE id = ?", Integer.class, namespace + ":" + key);
     }
 
     void send(String topic, String key, String value) {
@@ -233,19 +233,25 @@ abstract class PaymentsAppContract {
     }
 
     void awaitConsumed(String group, String topic) {
-        await().atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(100)).until(() -> {
-            Map<TopicPartition, OffsetAndMetadata> committed = KAFKA.admin()
-                    .listConsumerGroupOffsets(group)
-                    .partitionsToOffsetAndMetadata()
-                    .get();
-            try (KafkaConsumer<String, String> c = consumer()) {
-                List<TopicPartition> partitions = List.of(
-                        new TopicPartition(topic, 0), new TopicPartition(topic, 1), new TopicPartition(topic, 2));
-                Map<TopicPartition, Long> ends = c.endOffsets(partitions);
-                return partitions.stream().allMatch(tp -> ends.get(tp) == 0
-                        || (committed.get(tp) != null && committed.get(tp).offset() == ends.get(tp)));
-            }
-        });
+        await().atMost(Duration.ofSeconds(60))
+                .pollInterval(Duration.ofMillis(100))
+                .until(() -> {
+                    Map<TopicPartition, OffsetAndMetadata> committed = KAFKA.admin()
+                            .listConsumerGroupOffsets(group)
+                            .partitionsToOffsetAndMetadata()
+                            .get();
+                    try (KafkaConsumer<String, String> c = consumer()) {
+                        List<TopicPartition> partitions = List.of(
+                                new TopicPartition(topic, 0),
+                                new TopicPartition(topic, 1),
+                                new TopicPartition(topic, 2));
+                        Map<TopicPartition, Long> ends = c.endOffsets(partitions);
+                        return partitions.stream()
+                                .allMatch(tp -> ends.get(tp) == 0
+                                        || (committed.get(tp) != null
+                                                && committed.get(tp).offset() == ends.get(tp)));
+                    }
+                });
     }
 
     List<ConsumerRecord<String, String>> deadLetters(String topic, int count) {

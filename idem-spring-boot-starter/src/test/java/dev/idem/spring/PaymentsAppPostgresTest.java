@@ -2,6 +2,7 @@ package dev.idem.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.idem.micrometer.MicrometerListener;
 import dev.idem.redis.RedisStore;
@@ -11,8 +12,6 @@ import dev.idem.spring.actuate.IdemHealthIndicator;
 import dev.idem.testsupport.PrivateServer;
 import dev.idem.testsupport.TestDatabase;
 import io.micrometer.core.instrument.MeterRegistry;
-import static org.awaitility.Awaitility.await;
-
 import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;

@@ -43,7 +43,8 @@ public final class IdemHealthIndicator implements HealthIndicator {
         health.withDetail("stores", storeStates);
         if (!lost.isEmpty()) {
             health.withDetail("marksLost", lost)
-                    .withDetail("action", "check what the loss affected, then POST /actuator/idem/{namespace} to re-arm");
+                    .withDetail(
+                            "action", "check what the loss affected, then POST /actuator/idem/{namespace} to re-arm");
         }
         return health.build();
     }

@@ -1,6 +1,7 @@
 package dev.idem.spring.kafka;
 
 import dev.idem.DeadLetterException;
+import dev.idem.IdempotencyListener;
 import dev.idem.RetryPolicy;
 import dev.idem.spring.IdempotentRejectedException;
 import dev.idem.spring.IdempotentRetryLaterException;
@@ -34,13 +35,18 @@ public final class IdemKafka {
      * {@link DeadLetterException} ({@code REJECTED}) goes to {@code recoverer} at once.
      *
      * @param recoverer where exhausted and rejected records go, e.g. {@link #deadLetters}, or {@link #keepRetrying()}
+     * @param listener told of every failed delivery ({@code RETRY_SCHEDULED}) and dead letter ({@code DEAD_LETTERED})
      */
     public static DefaultErrorHandler errorHandler(
-            ConsumerRecordRecoverer recoverer, RetryPolicy policy, Duration inProgressDelay) {
+            ConsumerRecordRecoverer recoverer,
+            RetryPolicy policy,
+            Duration inProgressDelay,
+            IdempotencyListener listener) {
         DefaultErrorHandler handler = new DefaultErrorHandler(recoverer, new RetryPolicyBackOff(policy, Duration.ZERO));
         handler.setBackOffFunction(new OutcomeBackOffs(policy, inProgressDelay));
         handler.setResetStateOnExceptionChange(true);
         handler.addNotRetryableExceptions(DeadLetterException.class);
+        handler.setRetryListeners(new KafkaEvents(listener));
         return handler;
     }
 

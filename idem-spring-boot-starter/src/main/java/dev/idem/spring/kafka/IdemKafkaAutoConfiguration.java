@@ -1,6 +1,8 @@
 package dev.idem.spring.kafka;
 
+import dev.idem.IdempotencyListener;
 import dev.idem.RetryPolicy;
+import dev.idem.spring.IdemListeners;
 import dev.idem.spring.IdemProperties;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -28,17 +30,24 @@ public class IdemKafkaAutoConfiguration {
     @Bean
     @ConditionalOnMissingBean(CommonErrorHandler.class)
     DefaultErrorHandler idemKafkaErrorHandler(
-            IdemProperties properties, ObjectProvider<KafkaOperations<?, ?>> templates) {
+            IdemProperties properties,
+            ObjectProvider<KafkaOperations<?, ?>> templates,
+            ObjectProvider<IdempotencyListener> listeners) {
         IdemProperties.Kafka kafka = properties.getKafka();
         KafkaOperations<?, ?> template = templates.getIfUnique();
         ConsumerRecordRecoverer recoverer =
                 kafka.isDeadLetter() && template != null ? IdemKafka.deadLetters(template) : IdemKafka.keepRetrying();
-        RetryPolicy policy = new RetryPolicy(
-                kafka.getInitialDelay(),
-                kafka.getMultiplier(),
-                kafka.getMaxDelay(),
-                kafka.getMaxAttempts(),
-                kafka.getJitter());
-        return IdemKafka.errorHandler(recoverer, policy, kafka.getInProgressDelay());
+        RetryPolicy policy = RetryPolicy.builder()
+                .initialDelay(kafka.getInitialDelay())
+                .multiplier(kafka.getMultiplier())
+                .maxDelay(kafka.getMaxDelay())
+                .maxAttempts(kafka.getMaxAttempts())
+                .jitter(kafka.getJitter())
+                .build();
+        return IdemKafka.errorHandler(
+                recoverer,
+                policy,
+                kafka.getInProgressDelay(),
+                new IdemListeners(listeners.orderedStream().toList()));
     }
 }

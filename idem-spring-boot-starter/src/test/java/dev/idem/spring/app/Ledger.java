@@ -30,7 +30,8 @@ public class Ledger {
     }
 
     void apply(ConsumerRecord<String, String> record) {
-        int attempt = attempts.computeIfAbsent(record.key(), k -> new AtomicInteger()).incrementAndGet();
+        int attempt =
+                attempts.computeIfAbsent(record.key(), k -> new AtomicInteger()).incrementAndGet();
         jdbc.update("INSERT INTO ledger (payment_id, entry) VALUES (?, ?)", record.key(), record.value());
         String value = record.value();
         if (value.startsWith("fail:") && attempt <= Integer.parseInt(value.substring(5))) {

@@ -1,21 +1,25 @@
 package dev.idem.spring.app;
 
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyListener;
 import dev.idem.Outcome;
-import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.springframework.stereotype.Component;
 
-/** The application's own listener: counts outcomes per namespace and type (the starter hands it every event). */
+/** The application's own listener: counts handlings per namespace and outcome (the starter hands it every event). */
 @Component
 public class OutcomeCounter implements IdempotencyListener {
     private final Map<String, AtomicInteger> counts = new ConcurrentHashMap<>();
 
     @Override
-    public void onOutcome(String namespace, String keyLogId, Outcome outcome, Duration elapsed) {
-        counts.computeIfAbsent(namespace + "/" + outcome.type(), k -> new AtomicInteger()).incrementAndGet();
+    public void onEvent(IdempotencyEvent event) {
+        Outcome outcome = event.outcome();
+        if (event.type() == IdempotencyEvent.Type.HANDLED && outcome != null) {
+            counts.computeIfAbsent(event.namespace() + "/" + outcome.type(), k -> new AtomicInteger())
+                    .incrementAndGet();
+        }
     }
 
     public int count(String namespace, Outcome.Type type) {

@@ -42,7 +42,11 @@ public abstract sealed class IdempotentRetryLaterException extends RetryLaterExc
         return outcome.retryAfter();
     }
 
-    static IdempotentRetryLaterException of(String namespace, Outcome outcome) {
+    /** The exception for a retry outcome: {@link InProgressException} for {@code IN_PROGRESS}, else {@link NotYetAppliedException}. */
+    public static IdempotentRetryLaterException of(String namespace, Outcome outcome) {
+        if (outcome.action() != Outcome.Action.RETRY) {
+            throw new IllegalArgumentException("not a retry outcome: " + outcome);
+        }
         return outcome.type() == Outcome.Type.IN_PROGRESS
                 ? new InProgressException(namespace, outcome)
                 : new NotYetAppliedException(namespace, outcome);

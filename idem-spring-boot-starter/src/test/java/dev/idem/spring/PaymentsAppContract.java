@@ -81,8 +81,8 @@ abstract class PaymentsAppContract {
         registry.add("spring.kafka.bootstrap-servers", KAFKA::bootstrapServers);
         registry.add("spring.kafka.consumer.group-id", () -> "group-" + suffix);
         registry.add("spring.kafka.consumer.auto-offset-reset", () -> "earliest");
-        registry.add("test.topic", () -> topic);
-        registry.add("test.batch-topic", () -> batchTopic);
+        registry.add("payments.topic", () -> topic);
+        registry.add("payments.batch-topic", () -> batchTopic);
         registry.add("idem.kafka.initial-delay", () -> "20ms");
         registry.add("idem.kafka.max-delay", () -> "100ms");
         registry.add("idem.kafka.max-attempts", () -> "3");
@@ -91,7 +91,7 @@ abstract class PaymentsAppContract {
     }
 
     String topic() {
-        return listenerTopic("test.topic");
+        return listenerTopic("payments.topic");
     }
 
     @Autowired
@@ -187,7 +187,7 @@ abstract class PaymentsAppContract {
 
     @Test
     void batchListener_appliesEachRecordOnce_andRedeliversTheFailedOne() {
-        String batchTopic = environment.getRequiredProperty("test.batch-topic");
+        String batchTopic = environment.getRequiredProperty("payments.batch-topic");
         List<String> ids = new ArrayList<>();
         try (KafkaProducer<String, String> producer = producer()) {
             for (int i = 0; i < 10; i++) {

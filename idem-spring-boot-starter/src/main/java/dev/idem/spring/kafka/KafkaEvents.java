@@ -1,5 +1,6 @@
 package dev.idem.spring.kafka;
 
+import dev.idem.DeadLetterException;
 import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyListener;
 import dev.idem.Outcome;
@@ -10,8 +11,8 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.kafka.listener.RetryListener;
 
 /**
- * Tells Idem's listener what the error handler did: {@code RETRY_SCHEDULED} for each failed delivery (the attempt
- * that failed; the last one is followed by the dead letter instead of a retry), {@code DEAD_LETTERED} for each record
+ * Tells Idem's listener what the error handler did: {@code RETRY_SCHEDULED} for each failed delivery of a retryable
+ * record (the attempt that failed; the last one is followed by the dead letter instead of a retry), {@code DEAD_LETTERED} for each record
  * handed to the recoverer. Source {@code spring-kafka}; the namespace is the guard's, or the topic for a listener's own
  * exception.
  */
@@ -26,6 +27,9 @@ final class KafkaEvents implements RetryListener {
 
     @Override
     public void failedDelivery(ConsumerRecord<?, ?> record, @Nullable Exception ex, int deliveryAttempt) {
+        if (Causes.find(ex, DeadLetterException.class) != null) {
+            return; // not retried: its DEAD_LETTERED event follows
+        }
         emit(IdempotencyEvent.Type.RETRY_SCHEDULED, record, ex, deliveryAttempt);
     }
 

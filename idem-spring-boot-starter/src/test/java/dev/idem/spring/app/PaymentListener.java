@@ -17,15 +17,22 @@ public class PaymentListener {
         this.ledger = ledger;
     }
 
-    @KafkaListener(topics = "${test.topic}", concurrency = "3")
+    // readme:spring-record-listener begin
+    @KafkaListener(topics = "${payments.topic}", concurrency = "3")
     @Transactional
     @Idempotent(namespace = "payments", key = "#record.key()", fingerprint = "#record.value()")
     public void onPayment(ConsumerRecord<String, String> record) {
         ledger.apply(record);
     }
+    // readme:spring-record-listener end
 
-    @KafkaListener(topics = "${test.batch-topic}", batch = "true", groupId = "${spring.kafka.consumer.group-id}-batch")
+    // readme:spring-batch-listener begin
+    @KafkaListener(
+            topics = "${payments.batch-topic}",
+            batch = "true",
+            groupId = "${spring.kafka.consumer.group-id}-batch")
     public void onPayments(List<ConsumerRecord<String, String>> records) {
         IdempotentBatches.forEach(records, ledger::applyFromBatch);
     }
+    // readme:spring-batch-listener end
 }

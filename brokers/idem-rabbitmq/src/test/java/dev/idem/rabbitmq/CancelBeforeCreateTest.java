@@ -9,8 +9,8 @@ import dev.idem.Outcome;
 import dev.idem.StateMachine;
 import dev.idem.jdbc.Assignments;
 import dev.idem.jdbc.OwnTransaction;
-import dev.idem.jdbc.TransactionalHandler;
 import dev.idem.jdbc.StateMachineGuard;
+import dev.idem.jdbc.TransactionalHandler;
 import dev.idem.jdbc.UniqueRowGuard;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -113,9 +113,10 @@ class CancelBeforeCreateTest {
             event(c, order, event);
             return Outcome.processed();
         };
-        return OwnTransaction.of(dataSource).run(c -> event.equals("CREATE")
-                ? NEW_ORDERS.insertOnce(c, Map.of("id", order, "status", LIFECYCLE.initial()), logEvent)
-                : ORDERS.apply(c, order, event, Assignments.of(), logEvent));
+        return OwnTransaction.of(dataSource)
+                .run(c -> event.equals("CREATE")
+                        ? NEW_ORDERS.insertOnce(c, Map.of("id", order, "status", LIFECYCLE.initial()), logEvent)
+                        : ORDERS.apply(c, order, event, Assignments.of(), logEvent));
     }
 
     /** Without a guard: insert the order, or set the event's target state whatever the current one is. */

@@ -488,6 +488,58 @@ abstract class BusinessGuardsContract {
         assertThat(copy.type()).isEqualTo(Outcome.Type.DUPLICATE);
     }
 
+    /**
+     * Without a fingerprint column a different change written against the same version is DUPLICATE (a lost
+     * update); with one, the event that made the version is told apart: REJECTED.
+     */
+    @Test
+    void versionGuard_withAFingerprintColumn_rejectsADifferentEventAtTheSameVersion() {
+        db.execute("ALTER TABLE accounts ADD last_event VARCHAR(128) NULL");
+        VersionGuard plain = VersionGuard.builder().table("accounts").build();
+        VersionGuard fingerprinted = VersionGuard.builder()
+                .table("accounts")
+                .fingerprintColumn("last_event")
+                .build();
+        Assignments debit = Assignments.of().add("balance", -100);
+
+        Outcome first =
+                own().run(c -> fingerprinted.apply(c, "customer", 0, "evt-a", debit, TransactionalHandler.NONE));
+        Outcome sameAgain =
+                own().run(c -> fingerprinted.apply(c, "customer", 0, "evt-a", debit, TransactionalHandler.NONE));
+        Outcome other =
+                own().run(c -> fingerprinted.apply(c, "customer", 0, "evt-b", debit, TransactionalHandler.NONE));
+        Outcome otherUnfingerprinted = own().run(c -> plain.apply(c, "customer", 0, debit, TransactionalHandler.NONE));
+
+        assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(sameAgain.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(other.type()).as("%s", other).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(otherUnfingerprinted.type()).as("the documented blind spot").isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(query("SELECT id, balance FROM accounts")).containsEntry("customer", String.valueOf(1000000 - 100));
+    }
+
+    @Test
+    void stateMachine_withAFingerprintColumn_rejectsADifferentEventToTheSameState() {
+        db.execute("ALTER TABLE orders ADD last_event VARCHAR(128) NULL");
+        StateMachineGuard fingerprinted = StateMachineGuard.builder(ORDERS)
+                .table("orders")
+                .fingerprintColumn("last_event")
+                .build();
+        deliver("o-1", "CREATE");
+
+        Outcome pay = own().run(
+                        c -> fingerprinted.apply(c, "o-1", "PAY", "pay-1", Assignments.of(), c2 -> charge(c2, "o-1")));
+        Outcome payAgain = own().run(
+                        c -> fingerprinted.apply(c, "o-1", "PAY", "pay-1", Assignments.of(), c2 -> charge(c2, "o-1")));
+        Outcome otherPay = own().run(
+                        c -> fingerprinted.apply(c, "o-1", "PAY", "pay-2", Assignments.of(), c2 -> charge(c2, "o-1")));
+
+        assertThat(pay.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(payAgain.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(otherPay.type()).as("%s", otherPay).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(query("SELECT order_id, COUNT(*) FROM ledger GROUP BY order_id"))
+                .containsEntry("o-1", "1");
+    }
+
     private Map<String, String> query(String sql) {
         Map<String, String> rows = new HashMap<>();
         try (Connection c = db.connection();

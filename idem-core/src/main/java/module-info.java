@@ -1,9 +1,8 @@
-/** Idem's core: keys, outcomes, the guard engine, the in-memory store, message ids. JDK only. */
+/** Idem's core: keys, outcomes, the guard engine, the in-memory store, the store SPI. JDK only. */
 module dev.idem.core {
     requires static org.jspecify;
 
     exports dev.idem;
-    exports dev.idem.id;
     exports dev.idem.spi;
     exports dev.idem.internal to
             dev.idem.jdbc,

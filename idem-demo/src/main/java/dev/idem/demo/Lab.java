@@ -1,7 +1,7 @@
 package dev.idem.demo;
 
 import dev.idem.redis.RedisStore;
-import dev.idem.testkit.kafka.EmbeddedKafka;
+import dev.idem.testsupport.EmbeddedKafka;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;

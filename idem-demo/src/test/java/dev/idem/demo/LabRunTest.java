@@ -2,7 +2,7 @@ package dev.idem.demo;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;

@@ -8,7 +8,8 @@ import dev.idem.id.IdGenerationException;
 import dev.idem.id.IdGenerationException.Reason;
 import dev.idem.id.MessageIdFormat;
 import dev.idem.id.MessageIdGenerator;
-import dev.idem.spi.NodeIdLeaseStore;
+import dev.idem.id.spi.NodeIdLeaseStore;
+import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -34,7 +35,7 @@ import org.junit.jupiter.api.Timeout;
  *
  * <pre>{@code
  * class RedisLeasedMessageIdTest extends LeasedMessageIdContract {
- *     protected TestServers.Server server() { return TestServers.redis(); }
+ *     protected InetSocketAddress server() { return InetSocketAddress.createUnresolved("127.0.0.1", 6379); }
  *     protected NodeIdLeaseStore createStore(Clock clock, String host, int port) { ... }
  * }
  * }</pre>
@@ -52,7 +53,7 @@ public abstract class LeasedMessageIdContract {
             "ids" + Long.toHexString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
 
     /** The real server the store talks to. */
-    protected abstract TestServers.Server server();
+    protected abstract InetSocketAddress server();
 
     /** A store whose leases end by {@code clock}, talking to the server at {@code host:port} (maybe a proxy). */
     protected abstract NodeIdLeaseStore createStore(Clock clock, String host, int port);
@@ -70,8 +71,8 @@ public abstract class LeasedMessageIdContract {
     }
 
     private NodeIdLeaseStore store(Clock clock) {
-        TestServers.Server server = server();
-        return closeLater(createStore(clock, server.host(), server.port()));
+        InetSocketAddress server = server();
+        return closeLater(createStore(clock, server.getHostString(), server.getPort()));
     }
 
     private MessageIdGenerator generator(NodeIdLeaseStore store, Duration lease, Clock clock, MessageIdFormat format) {
@@ -153,8 +154,8 @@ public abstract class LeasedMessageIdContract {
     @Test
     @Timeout(60)
     void storeUnreachable_renewalsFail_andTheGeneratorStopsWhenItsReservationEnds() {
-        TestServers.Server server = server();
-        TcpProxy proxy = closeLater(TcpProxy.start(server.host(), server.port()));
+        InetSocketAddress server = server();
+        TcpProxy proxy = closeLater(TcpProxy.start(server.getHostString(), server.getPort()));
         MutableClock storeClock = MutableClock.atNow();
         MutableClock clock = MutableClock.atNow();
         NodeIdLeaseStore store = closeLater(createStore(storeClock, "127.0.0.1", proxy.port()));

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.StoreUnavailableException;
-import dev.idem.spi.NodeIdGrant;
-import dev.idem.spi.NodeIdLeaseStore;
+import dev.idem.id.spi.NodeIdGrant;
+import dev.idem.id.spi.NodeIdLeaseStore;
 import dev.idem.spi.UpdateResult;
 import java.time.Clock;
 import java.time.Duration;

@@ -1,7 +1,8 @@
 /**
- * Test support: {@link dev.idem.testkit.IdempotencyStoreContract} (every store passes it), {@link
- * dev.idem.testkit.TestServers} (real servers for integration tests), {@link dev.idem.testkit.PrivateServer} (a
- * server of a test's own, to restart or kill) and {@link dev.idem.testkit.MutableClock}.
+ * What users test with: {@link dev.idem.testkit.IdempotencyStoreContract} (every store passes it, and so must
+ * yours), {@link dev.idem.testkit.Redeliveries} (duplicate, concurrent, reordered and crash-before-ack deliveries of
+ * your own handler), {@link dev.idem.testkit.MutableClock} and {@link dev.idem.testkit.TcpProxy} (a connection
+ * that loses replies).
  */
 @NullMarked
 package dev.idem.testkit;

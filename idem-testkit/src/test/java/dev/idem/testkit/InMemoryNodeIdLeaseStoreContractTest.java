@@ -1,7 +1,7 @@
 package dev.idem.testkit;
 
 import dev.idem.id.InMemoryNodeIdLeaseStore;
-import dev.idem.spi.NodeIdLeaseStore;
+import dev.idem.id.spi.NodeIdLeaseStore;
 import java.time.Clock;
 
 class InMemoryNodeIdLeaseStoreContractTest extends NodeIdLeaseStoreContract {

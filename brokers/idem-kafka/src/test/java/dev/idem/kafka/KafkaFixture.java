@@ -3,9 +3,9 @@ package dev.idem.kafka;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
-import dev.idem.testkit.TestDatabase;
-import dev.idem.testkit.TestServers;
-import dev.idem.testkit.kafka.EmbeddedKafka;
+import dev.idem.testsupport.TestDatabase;
+import dev.idem.testsupport.TestServers;
+import dev.idem.testsupport.EmbeddedKafka;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Guard;
 import dev.idem.InMemoryStore;
-import dev.idem.testkit.ReadmeSnippets;
+import dev.idem.testsupport.ReadmeSnippets;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;

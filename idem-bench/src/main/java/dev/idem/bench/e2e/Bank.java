@@ -3,7 +3,7 @@ package dev.idem.bench.e2e;
 import dev.idem.bench.e2e.Workload.Delivery;
 import dev.idem.bench.e2e.Workload.Fault;
 import dev.idem.bench.e2e.Workload.Payment;
-import dev.idem.testkit.TestDatabase.Engine;
+import dev.idem.testsupport.TestDatabase.Engine;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;

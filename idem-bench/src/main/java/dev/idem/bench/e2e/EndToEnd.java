@@ -1,9 +1,9 @@
 package dev.idem.bench.e2e;
 
 import dev.idem.bench.e2e.Workload.Shape;
-import dev.idem.testkit.TestDatabase;
-import dev.idem.testkit.TestDatabase.Engine;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestDatabase;
+import dev.idem.testsupport.TestDatabase.Engine;
+import dev.idem.testsupport.TestServers;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -1,6 +1,6 @@
 package dev.idem.bench.e2e;
 
-import dev.idem.testkit.TestDatabase.Engine;
+import dev.idem.testsupport.TestDatabase.Engine;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.io.IOException;

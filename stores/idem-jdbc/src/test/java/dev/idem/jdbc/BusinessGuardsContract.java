@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
 import dev.idem.StateMachine;
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

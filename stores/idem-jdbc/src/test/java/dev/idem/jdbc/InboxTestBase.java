@@ -11,7 +11,7 @@ import dev.idem.Outcome;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.testkit.MutableClock;
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;

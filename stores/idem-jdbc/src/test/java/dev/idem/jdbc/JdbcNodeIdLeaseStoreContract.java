@@ -1,6 +1,6 @@
 package dev.idem.jdbc;
 
-import dev.idem.spi.NodeIdLeaseStore;
+import dev.idem.id.spi.NodeIdLeaseStore;
 import dev.idem.testkit.NodeIdLeaseStoreContract;
 import java.time.Clock;
 

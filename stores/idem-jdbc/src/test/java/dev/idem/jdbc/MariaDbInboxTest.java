@@ -3,7 +3,7 @@ package dev.idem.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Outcome;
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.TestDatabase;
 import java.sql.SQLException;
 import java.util.List;
 import org.junit.jupiter.api.Test;

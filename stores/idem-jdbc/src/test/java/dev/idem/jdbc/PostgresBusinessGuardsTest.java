@@ -1,6 +1,6 @@
 package dev.idem.jdbc;
 
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.TestDatabase;
 
 class PostgresBusinessGuardsTest extends BusinessGuardsContract {
     @Override

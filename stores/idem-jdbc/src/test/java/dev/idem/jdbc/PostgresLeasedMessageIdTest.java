@@ -1,9 +1,10 @@
 package dev.idem.jdbc;
 
-import dev.idem.spi.NodeIdLeaseStore;
+import dev.idem.id.spi.NodeIdLeaseStore;
 import dev.idem.testkit.LeasedMessageIdContract;
-import dev.idem.testkit.TestDatabase;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestDatabase;
+import dev.idem.testsupport.TestServers;
+import java.net.InetSocketAddress;
 import java.time.Clock;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -24,14 +25,15 @@ class PostgresLeasedMessageIdTest extends LeasedMessageIdContract {
     }
 
     @Override
-    protected TestServers.Server server() {
-        return TestServers.postgres();
+    protected InetSocketAddress server() {
+        return InetSocketAddress.createUnresolved(
+                TestServers.postgres().host(), TestServers.postgres().port());
     }
 
     /** Through a proxy, a connection per call (no pool to wait on once the proxy is gone). */
     @Override
     protected NodeIdLeaseStore createStore(Clock clock, String host, int port) {
-        TestServers.Server server = server();
+        TestServers.Server server = TestServers.postgres();
         DataSource dataSource = host.equals(server.host()) && port == server.port()
                 ? db.dataSource()
                 : new UrlDataSource(db.url()

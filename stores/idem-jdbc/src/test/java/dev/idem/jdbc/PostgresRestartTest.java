@@ -1,7 +1,7 @@
 package dev.idem.jdbc;
 
-import dev.idem.testkit.PrivateServer;
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.PrivateServer;
+import dev.idem.testsupport.TestDatabase;
 
 class PostgresRestartTest extends DatabaseRestartTestBase {
     @Override

@@ -4,9 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.id.MessageIdFormat;
 import dev.idem.id.MessageIdGenerator;
-import dev.idem.spi.NodeIdLeaseStore;
-import dev.idem.testkit.ReadmeSnippets;
-import dev.idem.testkit.TestDatabase;
+import dev.idem.id.spi.NodeIdLeaseStore;
+import dev.idem.testsupport.ReadmeSnippets;
+import dev.idem.testsupport.TestDatabase;
 import java.nio.file.Path;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Outcome;
 import dev.idem.StateMachine;
-import dev.idem.testkit.ReadmeSnippets;
-import dev.idem.testkit.TestDatabase;
+import dev.idem.testsupport.ReadmeSnippets;
+import dev.idem.testsupport.TestDatabase;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.ResultSet;

@@ -1,8 +1,8 @@
 package dev.idem.redis;
 
 import dev.idem.IdempotencyKey;
-import dev.idem.spi.NodeIdGrant;
-import dev.idem.spi.NodeIdLeaseStore;
+import dev.idem.id.spi.NodeIdGrant;
+import dev.idem.id.spi.NodeIdLeaseStore;
 import dev.idem.spi.UpdateResult;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;

@@ -3,9 +3,9 @@ package dev.idem.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.id.MessageIdGenerator;
-import dev.idem.spi.NodeIdLeaseStore;
-import dev.idem.testkit.ReadmeSnippets;
-import dev.idem.testkit.TestServers;
+import dev.idem.id.spi.NodeIdLeaseStore;
+import dev.idem.testsupport.ReadmeSnippets;
+import dev.idem.testsupport.TestServers;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 

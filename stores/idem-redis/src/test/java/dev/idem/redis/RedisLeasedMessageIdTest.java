@@ -1,8 +1,9 @@
 package dev.idem.redis;
 
-import dev.idem.spi.NodeIdLeaseStore;
+import dev.idem.id.spi.NodeIdLeaseStore;
 import dev.idem.testkit.LeasedMessageIdContract;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
+import java.net.InetSocketAddress;
 import java.time.Clock;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;
@@ -11,8 +12,9 @@ class RedisLeasedMessageIdTest extends LeasedMessageIdContract {
     private static final String PREFIX = TestServers.uniquePrefix("RedisLeasedMessageId");
 
     @Override
-    protected TestServers.Server server() {
-        return TestServers.redis();
+    protected InetSocketAddress server() {
+        return InetSocketAddress.createUnresolved(
+                TestServers.redis().host(), TestServers.redis().port());
     }
 
     @Override

@@ -1,8 +1,8 @@
 package dev.idem.redis;
 
-import dev.idem.spi.NodeIdLeaseStore;
+import dev.idem.id.spi.NodeIdLeaseStore;
 import dev.idem.testkit.NodeIdLeaseStoreContract;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
 import java.time.Clock;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterAll;

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.StoreUnavailableException;
-import dev.idem.spi.NodeIdGrant;
+import dev.idem.id.spi.NodeIdGrant;
 import dev.idem.spi.UpdateResult;
 import dev.idem.testkit.MutableClock;
-import dev.idem.testkit.PrivateServer;
+import dev.idem.testsupport.PrivateServer;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;

@@ -2,7 +2,7 @@ package dev.idem.redis;
 
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.testkit.IdempotencyStoreContract;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
 import java.time.Clock;
 import java.time.Duration;
 import net.jqwik.api.lifecycle.AfterContainer;

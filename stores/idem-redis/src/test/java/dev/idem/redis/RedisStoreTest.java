@@ -13,7 +13,7 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.StoredRecord;
 import dev.idem.testkit.MutableClock;
 import dev.idem.testkit.TcpProxy;
-import dev.idem.testkit.TestServers;
+import dev.idem.testsupport.TestServers;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;

@@ -230,7 +230,7 @@ final class KafkaFixture {
         }
 
         /** The same debit on {@code c}, in the caller's transaction. */
-        void debit(Connection c, String account, long amount, String messageKey) throws SQLException {
+        static void debit(Connection c, String account, long amount, String messageKey) throws SQLException {
             try (PreparedStatement update =
                             c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?");
                     PreparedStatement insert = c.prepareStatement(

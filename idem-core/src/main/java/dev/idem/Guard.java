@@ -1,16 +1,20 @@
 package dev.idem;
 
-import dev.idem.IdempotencyListener.Warning;
+import dev.idem.IdempotencyEvent.GuardKind;
 import dev.idem.internal.LeaseWatchdog;
 import dev.idem.internal.SafeListener;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.UpdateResult;
-import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
 import org.jspecify.annotations.Nullable;
@@ -25,8 +29,14 @@ import org.jspecify.annotations.Nullable;
  * switch (outcome.action()) { case ACK -> ack(); case RETRY -> retryLater(); case DEAD_LETTER -> deadLetter(); }
  * }</pre>
  *
- * <p>Never throws for a message-level problem: every handling ends in an {@link Outcome}. Immutable and
- * thread-safe; one guard serves all consumer threads of a namespace. {@link #close()} stops its lease watchdog.
+ * <p>Never throws for a message-level problem: every handling ends in an {@link Outcome}, and a bad key or
+ * fingerprint in {@link Outcome.Type#REJECTED}. An {@link Outcome.Type#IN_PROGRESS} answer for a key held by another
+ * consumer hints {@link Outcome#retryAfter()} = this guard's lease: the latest a holder claiming with these settings
+ * can still hold it, stated without comparing this JVM's clock with the store's (the holder's deadline, in the
+ * store's clock, is in the reason). Other retries carry no hint: the broker adapter's {@link RetryPolicy} decides.
+ *
+ * <p>Immutable and thread-safe; one guard serves all consumer threads of a namespace. {@link #close()} stops its
+ * lease watchdog.
  */
 public final class Guard implements AutoCloseable {
 
@@ -46,25 +56,19 @@ public final class Guard implements AutoCloseable {
     private final String namespace;
     private final Duration lease;
     private final Duration retention;
-    private final Clock clock;
     private final SafeListener listener;
-    private final boolean reportOutcomes;
     private final StoreFailurePolicy storeFailurePolicy;
     private final Duration waitForInProgress;
-    private final RetryPolicy retryPolicy;
     private final @Nullable LeaseWatchdog watchdog;
 
     private Guard(Builder b) {
         this.store = b.store;
-        this.namespace = b.namespace;
+        this.namespace = Objects.requireNonNull(b.namespace);
         this.lease = b.lease;
         this.retention = b.retention;
-        this.clock = b.clock;
         this.listener = new SafeListener(b.listener);
-        this.reportOutcomes = b.listener != IdempotencyListener.NONE;
         this.storeFailurePolicy = b.storeFailurePolicy;
         this.waitForInProgress = b.waitForInProgress;
-        this.retryPolicy = b.retryPolicy;
         this.watchdog = b.watchdog ? new LeaseWatchdog(store, listener, lease) : null;
     }
 
@@ -77,34 +81,51 @@ public final class Guard implements AutoCloseable {
         return new Builder(store);
     }
 
-    /** Runs {@code task} once per key. */
+    /** Runs {@code task} once per key: {@link Outcome.Type#PROCESSED} when it returns, see {@link #handle}. */
     public Outcome run(String key, Task task) {
-        return handle(key, null, ctx -> {
+        return handle(Delivery.of(key), ctx -> {
             task.run();
             return Outcome.processed();
         });
     }
 
-    /** Runs {@code handler} once per key; {@code fingerprint} (see {@link Fingerprint}) detects key reuse. */
-    public Outcome handle(String key, @Nullable String fingerprint, Handler handler) {
+    /**
+     * Runs {@code handler} once per key of {@code delivery}; its fingerprint, if any, detects key reuse ({@link
+     * Outcome.Type#REJECTED}). A duplicate that finds the key in progress waits up to {@code waitForInProgress}.
+     */
+    public Outcome handle(Delivery delivery, Handler handler) {
         long start = System.nanoTime();
-        IdempotencyKey ik;
+        IdempotencyKey key;
         try {
-            ik = IdempotencyKey.of(namespace, key);
-        } catch (InvalidKeyException e) {
-            Outcome rejected = Outcome.rejected(e.getMessage(), e);
-            listener.onOutcome(namespace, "<invalid>", rejected, Duration.ofNanos(System.nanoTime() - start));
-            return rejected;
+            key = IdempotencyKey.of(namespace, delivery.key());
+        } catch (InvalidKeyException invalid) {
+            return reportHandled(null, Outcome.rejected(invalid.getMessage(), invalid), start);
         }
-        Outcome outcome = handle(ik, fingerprint, handler);
-        if (reportOutcomes) {
-            listener.onOutcome(namespace, ik.logId(), outcome, Duration.ofNanos(System.nanoTime() - start));
-        }
-        return outcome;
+        Outcome outcome = invalidFingerprint(delivery);
+        return reportHandled(key, outcome != null ? outcome : handleValid(key, delivery, handler), start);
     }
 
-    private Outcome handle(IdempotencyKey key, @Nullable String fingerprint, Handler handler) {
-        ClaimRequest request = new ClaimRequest(key, newOwner(), fingerprint, lease);
+    /**
+     * Handles a batch with one {@link IdempotencyStore#claimAll} round trip: the handler runs for each claimed
+     * delivery in input order (with {@link HandlingContext#index()} its position), then one {@link
+     * IdempotencyStore#completeAll} records the final ones; the others are released. Returns one outcome per
+     * delivery, in input order. A key repeated within the batch runs once; its later copies answer {@code DUPLICATE}
+     * if the first ended final, else {@code IN_PROGRESS}. Keys held by other consumers answer {@code IN_PROGRESS} at
+     * once (a batch does not wait).
+     */
+    public List<Outcome> handleAll(List<Delivery> deliveries, Handler handler) {
+        long start = System.nanoTime();
+        Batch batch = new Batch(deliveries);
+        batch.claim();
+        batch.runAndComplete(handler);
+        for (int i = 0; i < deliveries.size(); i++) {
+            reportHandled(batch.keys[i], batch.outcomes[i], start);
+        }
+        return Arrays.asList(batch.outcomes);
+    }
+
+    private Outcome handleValid(IdempotencyKey key, Delivery delivery, Handler handler) {
+        ClaimRequest request = ClaimRequest.of(key, newOwner(), lease).withFingerprint(delivery.fingerprint());
         long waitUntil = System.nanoTime() + waitForInProgress.toNanos();
         Duration poll = MIN_POLL;
         while (true) {
@@ -112,36 +133,50 @@ public final class Guard implements AutoCloseable {
             try {
                 claim = store.claim(request);
             } catch (StoreUnavailableException e) {
-                return storeUnavailable(key, handler, e);
+                return storeUnavailable(key, delivery, 0, handler, e);
             }
-            if (claim instanceof ClaimResult.Acquired acquired) {
-                return runClaimed(key, acquired, handler);
+            if (!(claim instanceof ClaimResult.InProgress busy)) {
+                return answerClaim(key, delivery, 0, claim, handler);
             }
-            if (claim instanceof ClaimResult.Done done) {
-                if (mismatch(fingerprint, done.fingerprint())) {
-                    return keyReused(key);
-                }
-                return Outcome.duplicate("already processed at " + done.completedAt(), done.result());
-            }
-            ClaimResult.InProgress busy = (ClaimResult.InProgress) claim;
-            if (mismatch(fingerprint, busy.fingerprint())) {
+            if (mismatch(delivery.fingerprint(), busy.fingerprint())) {
                 return keyReused(key);
             }
             if (System.nanoTime() + poll.toNanos() > waitUntil) {
-                return Outcome.inProgress(
-                        "in progress by another consumer until " + busy.leaseUntil(), retryDelay(busy.leaseUntil()));
+                return inProgress(busy);
             }
             if (!sleep(poll)) {
-                return Outcome.inProgress(
-                        "interrupted while waiting for the other consumer", retryPolicy.initialDelay());
+                return Outcome.inProgress("interrupted while waiting for the other consumer", null);
             }
             poll = poll.multipliedBy(2).compareTo(MAX_POLL) > 0 ? MAX_POLL : poll.multipliedBy(2);
         }
     }
 
-    private Outcome runClaimed(IdempotencyKey key, ClaimResult.Acquired claim, Handler handler) {
-        boolean tookOver = claim instanceof ClaimResult.TakenOver;
-        var context = new HandlingContext(key, claim.owner(), claim.fencingToken(), tookOver);
+    /** The outcome of one claim answer: run the handler when acquired, else say what the store holds. */
+    private Outcome answerClaim(IdempotencyKey key, Delivery delivery, int index, ClaimResult claim, Handler handler) {
+        if (claim instanceof ClaimResult.Acquired acquired) {
+            Outcome outcome = runClaimed(key, delivery, index, acquired, handler);
+            return outcome.isFinal() ? complete(key, acquired.owner(), outcome) : outcome;
+        }
+        if (claim instanceof ClaimResult.Done done) {
+            if (mismatch(delivery.fingerprint(), done.fingerprint())) {
+                return keyReused(key);
+            }
+            return Outcome.duplicate("already processed at " + done.completedAt(), done.result());
+        }
+        ClaimResult.InProgress busy = (ClaimResult.InProgress) claim;
+        return mismatch(delivery.fingerprint(), busy.fingerprint()) ? keyReused(key) : inProgress(busy);
+    }
+
+    private Outcome inProgress(ClaimResult.InProgress busy) {
+        return Outcome.inProgress(
+                "in progress by another consumer until " + busy.leaseUntil() + " (store clock)", lease);
+    }
+
+    /** Runs the handler under the watchdog; releases the claim unless the outcome is final (left to complete). */
+    private Outcome runClaimed(
+            IdempotencyKey key, Delivery delivery, int index, ClaimResult.Acquired claim, Handler handler) {
+        var context = new HandlingContext(
+                key, delivery, index, claim.owner(), claim.fencingToken(), claim instanceof ClaimResult.TakenOver);
         Outcome outcome;
         try (LeaseWatchdog.Watch ignored = watchdog == null ? null : watchdog.watch(key, claim.owner())) {
             outcome = Objects.requireNonNull(handler.handle(context), "a handler must return an Outcome, not null");
@@ -151,29 +186,36 @@ public final class Guard implements AutoCloseable {
             release(key, claim.owner());
             throw e;
         }
-        if (outcome.isFinal()) {
-            return complete(key, claim.owner(), outcome);
+        if (!outcome.isFinal()) {
+            release(key, claim.owner());
         }
-        release(key, claim.owner());
         return outcome;
     }
 
     private Outcome complete(IdempotencyKey key, String owner, Outcome outcome) {
         try {
-            UpdateResult done = store.complete(key, owner, outcome.result().orElse(null), retention);
-            if (done == UpdateResult.APPLIED) {
-                return outcome;
-            }
-            String message = "lease ended before completion (" + done
-                    + "): another consumer may also have applied the effect; use a longer lease or keep the watchdog on";
-            warn(Warning.Kind.LEASE_LOST, key, message);
-            return outcome.withReason(outcome.reason() + "; " + message);
+            return completed(
+                    key, outcome, store.complete(key, owner, outcome.result().orElse(null), retention));
         } catch (StoreUnavailableException e) {
-            String message = "effect applied but its completion was not recorded (" + e.getMessage()
-                    + "); a redelivery after the lease ends would apply it again";
-            warn(Warning.Kind.COMPLETION_NOT_RECORDED, key, message);
-            return outcome.withReason(outcome.reason() + "; " + message);
+            return completionNotRecorded(key, outcome, e);
         }
+    }
+
+    private Outcome completed(IdempotencyKey key, Outcome outcome, UpdateResult done) {
+        if (done == UpdateResult.APPLIED) {
+            return outcome;
+        }
+        String message = "lease ended before completion (" + done
+                + "): another consumer may also have applied the effect; use a longer lease or keep the watchdog on";
+        warn(IdempotencyEvent.Type.LEASE_LOST, key, message);
+        return outcome.withReason(outcome.reason() + "; " + message);
+    }
+
+    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, StoreUnavailableException e) {
+        String message = "effect applied but its completion was not recorded (" + e.getMessage()
+                + "); a redelivery after the lease ends would apply it again";
+        warn(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED, key, message);
+        return outcome.withReason(outcome.reason() + "; " + message);
     }
 
     private void release(IdempotencyKey key, String owner) {
@@ -181,19 +223,20 @@ public final class Guard implements AutoCloseable {
             store.release(key, owner);
         } catch (StoreUnavailableException e) {
             warn(
-                    Warning.Kind.RELEASE_FAILED,
+                    IdempotencyEvent.Type.RELEASE_FAILED,
                     key,
                     "claim not released (" + e.getMessage() + "); redeliveries wait until the lease ends");
         }
     }
 
-    private Outcome storeUnavailable(IdempotencyKey key, Handler handler, StoreUnavailableException e) {
+    private Outcome storeUnavailable(
+            IdempotencyKey key, Delivery delivery, int index, Handler handler, StoreUnavailableException e) {
         if (storeFailurePolicy == StoreFailurePolicy.FAIL_CLOSED) {
-            return Outcome.inProgress(e.getMessage(), retryPolicy.initialDelay());
+            return Outcome.inProgress(e.getMessage(), null);
         }
-        warn(Warning.Kind.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
+        warn(IdempotencyEvent.Type.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
         try {
-            Outcome outcome = handler.handle(new HandlingContext(key, "unguarded", 0, false));
+            Outcome outcome = handler.handle(new HandlingContext(key, delivery, index, "unguarded", 0, false));
             return outcome.withReason(outcome.reason() + " (unguarded: store unavailable, fail-open)");
         } catch (Exception ex) {
             return Outcome.ofException(ex);
@@ -209,17 +252,33 @@ public final class Guard implements AutoCloseable {
         return requested != null && stored != null && !requested.equals(stored);
     }
 
-    private Duration retryDelay(Instant leaseUntil) {
-        Duration untilFree = Duration.between(clock.instant(), leaseUntil);
-        if (untilFree.compareTo(retryPolicy.initialDelay()) < 0) {
-            return retryPolicy.initialDelay();
-        }
-        return untilFree.compareTo(retryPolicy.maxDelay()) > 0 ? retryPolicy.maxDelay() : untilFree;
+    /** {@code REJECTED} with the reason when the delivery's fingerprint is not valid, else null. */
+    private static @Nullable Outcome invalidFingerprint(Delivery delivery) {
+        return Fingerprint.problem(delivery.fingerprint())
+                .map(Outcome::rejected)
+                .orElse(null);
     }
 
-    private void warn(Warning.Kind kind, IdempotencyKey key, String message) {
-        LOG.log(System.Logger.Level.WARNING, "{0} {1}: {2}", kind, key.logId(), message);
-        listener.onWarning(new Warning(kind, namespace, key.logId(), message));
+    private Outcome reportHandled(@Nullable IdempotencyKey key, Outcome outcome, long start) {
+        if (listener.listens()) {
+            listener.onEvent(event(IdempotencyEvent.Type.HANDLED)
+                    .keyLogId(key == null ? "<invalid>" : key.logId())
+                    .outcome(outcome)
+                    .elapsed(Duration.ofNanos(System.nanoTime() - start))
+                    .build());
+        }
+        return outcome;
+    }
+
+    private void warn(IdempotencyEvent.Type type, IdempotencyKey key, String message) {
+        LOG.log(System.Logger.Level.WARNING, "{0} {1}: {2}", type, key.logId(), message);
+        listener.onEvent(event(type).keyLogId(key.logId()).message(message).build());
+    }
+
+    private IdempotencyEvent.Builder event(IdempotencyEvent.Type type) {
+        return IdempotencyEvent.builder(type, namespace)
+                .guardKind(GuardKind.LEASE)
+                .source(store.describe());
     }
 
     private static boolean sleep(Duration d) {
@@ -241,10 +300,6 @@ public final class Guard implements AutoCloseable {
         return namespace;
     }
 
-    public RetryPolicy retryPolicy() {
-        return retryPolicy;
-    }
-
     public IdempotencyStore store() {
         return store;
     }
@@ -257,17 +312,123 @@ public final class Guard implements AutoCloseable {
         }
     }
 
+    /** One {@link #handleAll} call: validation, the one claim round trip, the handlers, the one completion. */
+    private final class Batch {
+        final List<Delivery> deliveries;
+        final @Nullable IdempotencyKey[] keys;
+        final Outcome[] outcomes;
+        /** Input index of each delivery that is claimed (the first of its key), in input order. */
+        final List<Integer> claimed = new ArrayList<>();
+        /** For a later copy of a key within the batch, the index of its first copy. */
+        final Map<Integer, Integer> copyOf = new HashMap<>();
+
+        final List<ClaimResult> claims = new ArrayList<>();
+
+        @Nullable
+        StoreUnavailableException unavailable;
+
+        Batch(List<Delivery> deliveries) {
+            this.deliveries = List.copyOf(deliveries);
+            this.keys = new IdempotencyKey[deliveries.size()];
+            this.outcomes = new Outcome[deliveries.size()];
+            Map<String, Integer> firstOfKey = new HashMap<>();
+            for (int i = 0; i < this.deliveries.size(); i++) {
+                Delivery d = this.deliveries.get(i);
+                try {
+                    keys[i] = IdempotencyKey.of(namespace, d.key());
+                } catch (InvalidKeyException invalid) {
+                    outcomes[i] = Outcome.rejected(invalid.getMessage(), invalid);
+                    continue;
+                }
+                Outcome invalid = invalidFingerprint(d);
+                if (invalid != null) {
+                    outcomes[i] = invalid;
+                    continue;
+                }
+                Integer first = firstOfKey.putIfAbsent(keys[i].storageId(), i);
+                if (first == null) {
+                    claimed.add(i);
+                } else if (mismatch(d.fingerprint(), this.deliveries.get(first).fingerprint())) {
+                    outcomes[i] = keyReused(keys[i]);
+                } else {
+                    copyOf.put(i, first);
+                }
+            }
+        }
+
+        void claim() {
+            List<ClaimRequest> requests = new ArrayList<>(claimed.size());
+            for (int i : claimed) {
+                requests.add(ClaimRequest.of(key(i), newOwner(), lease)
+                        .withFingerprint(deliveries.get(i).fingerprint()));
+            }
+            try {
+                claims.addAll(requests.isEmpty() ? List.of() : store.claimAll(requests));
+            } catch (StoreUnavailableException e) {
+                unavailable = e;
+            }
+        }
+
+        void runAndComplete(Handler handler) {
+            List<Completion> completions = new ArrayList<>();
+            List<Integer> completing = new ArrayList<>();
+            for (int n = 0; n < claimed.size(); n++) {
+                int i = claimed.get(n);
+                StoreUnavailableException down = unavailable;
+                if (down != null) {
+                    outcomes[i] = storeUnavailable(key(i), deliveries.get(i), i, handler, down);
+                    continue;
+                }
+                ClaimResult claim = claims.get(n);
+                if (!(claim instanceof ClaimResult.Acquired acquired)) {
+                    outcomes[i] = answerClaim(key(i), deliveries.get(i), i, claim, handler);
+                    continue;
+                }
+                outcomes[i] = runClaimed(key(i), deliveries.get(i), i, acquired, handler);
+                if (outcomes[i].isFinal()) {
+                    completions.add(Completion.of(
+                            key(i), acquired.owner(), outcomes[i].result().orElse(null), retention));
+                    completing.add(i);
+                }
+            }
+            completeAll(completions, completing);
+            copyOf.forEach((copy, first) -> outcomes[copy] = outcomes[first].isFinal()
+                    ? Outcome.duplicate("same key earlier in this batch, applied")
+                    : Outcome.inProgress(
+                            "same key earlier in this batch, not applied: " + outcomes[first].reason(), null));
+        }
+
+        private void completeAll(List<Completion> completions, List<Integer> completing) {
+            if (completions.isEmpty()) {
+                return;
+            }
+            try {
+                List<UpdateResult> results = store.completeAll(completions);
+                for (int n = 0; n < completing.size(); n++) {
+                    int i = completing.get(n);
+                    outcomes[i] = completed(key(i), outcomes[i], results.get(n));
+                }
+            } catch (StoreUnavailableException e) {
+                for (int i : completing) {
+                    outcomes[i] = completionNotRecorded(key(i), outcomes[i], e);
+                }
+            }
+        }
+
+        private IdempotencyKey key(int i) {
+            return Objects.requireNonNull(keys[i]);
+        }
+    }
+
     /** Builds a {@link Guard}. Each setter validates its value at once. */
     public static final class Builder {
         private final IdempotencyStore store;
         private @Nullable String namespace;
         private Duration lease = Duration.ofSeconds(30);
         private Duration retention = Duration.ofDays(7);
-        private Clock clock = Clock.systemUTC();
         private IdempotencyListener listener = IdempotencyListener.NONE;
         private StoreFailurePolicy storeFailurePolicy = StoreFailurePolicy.FAIL_CLOSED;
         private Duration waitForInProgress = Duration.ZERO;
-        private RetryPolicy retryPolicy = RetryPolicy.defaults();
         private boolean watchdog = true;
 
         private Builder(IdempotencyStore store) {
@@ -292,12 +453,7 @@ public final class Guard implements AutoCloseable {
             return this;
         }
 
-        /** The clock used for retry delays. Stores have their own. Default: system UTC. */
-        public Builder clock(Clock clock) {
-            this.clock = Objects.requireNonNull(clock, "clock");
-            return this;
-        }
-
+        /** Told of every handling ({@link IdempotencyEvent.Type#HANDLED}) and every warning. Default none. */
         public Builder listener(IdempotencyListener listener) {
             this.listener = Objects.requireNonNull(listener, "listener");
             return this;
@@ -311,19 +467,14 @@ public final class Guard implements AutoCloseable {
 
         /**
          * A duplicate that finds its key in progress waits up to {@code bound} for the first handling to finish and
-         * answers with its outcome. Default zero: answer {@link Outcome.Type#IN_PROGRESS} at once.
+         * answers with its outcome. Default zero: answer {@link Outcome.Type#IN_PROGRESS} at once. {@link
+         * Guard#handleAll} never waits.
          */
         public Builder waitForInProgress(Duration bound) {
             if (bound == null || bound.isNegative()) {
                 throw new ConfigurationException("waitForInProgress must be zero or positive, got " + bound);
             }
             this.waitForInProgress = bound;
-            return this;
-        }
-
-        /** The backoff that broker adapters apply to retried messages. Default {@link RetryPolicy#defaults()}. */
-        public Builder retryPolicy(RetryPolicy retryPolicy) {
-            this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
             return this;
         }
 

@@ -1,13 +1,72 @@
 package dev.idem;
 
+import java.util.Objects;
+
 /**
- * What a handler knows about its claim.
+ * What a handler knows about its claim. Immutable; the guard builds it, handlers only read it.
  *
- * @param key the key being handled
- * @param owner this handling's owner token
- * @param fencingToken grows with every claim of the namespace: write it next to the effect and refuse writes that
- *     carry a smaller one to fence out a stale owner whose lease was taken over
- * @param tookOver true when this handling took over an expired lease: a previous handling may have run part of
- *     the effect
+ * <ul>
+ *   <li>{@link #key()}: the validated key being handled;
+ *   <li>{@link #delivery()}: the delivery as it came in;
+ *   <li>{@link #index()}: its position in a batch ({@link Guard#handleAll}), 0 for a single delivery;
+ *   <li>{@link #owner()}: this handling's owner token;
+ *   <li>{@link #fencingToken()}: grows with every claim of the namespace: write it next to the effect and refuse
+ *       writes that carry a smaller one to fence out a stale owner whose lease was taken over;
+ *   <li>{@link #tookOver()}: true when this handling took over an expired lease: a previous handling may have run
+ *       part of the effect.
+ * </ul>
  */
-public record HandlingContext(IdempotencyKey key, String owner, long fencingToken, boolean tookOver) {}
+public final class HandlingContext {
+    private final IdempotencyKey key;
+    private final Delivery delivery;
+    private final int index;
+    private final String owner;
+    private final long fencingToken;
+    private final boolean tookOver;
+
+    HandlingContext(
+            IdempotencyKey key, Delivery delivery, int index, String owner, long fencingToken, boolean tookOver) {
+        this.key = Objects.requireNonNull(key, "key");
+        this.delivery = Objects.requireNonNull(delivery, "delivery");
+        this.index = index;
+        this.owner = Objects.requireNonNull(owner, "owner");
+        this.fencingToken = fencingToken;
+        this.tookOver = tookOver;
+    }
+
+    /** A context for calling a handler outside a guard, e.g. in a unit test of the handler. */
+    public static HandlingContext of(
+            IdempotencyKey key, Delivery delivery, int index, String owner, long fencingToken, boolean tookOver) {
+        return new HandlingContext(key, delivery, index, owner, fencingToken, tookOver);
+    }
+
+    public IdempotencyKey key() {
+        return key;
+    }
+
+    public Delivery delivery() {
+        return delivery;
+    }
+
+    public int index() {
+        return index;
+    }
+
+    public String owner() {
+        return owner;
+    }
+
+    public long fencingToken() {
+        return fencingToken;
+    }
+
+    public boolean tookOver() {
+        return tookOver;
+    }
+
+    @Override
+    public String toString() {
+        return "HandlingContext[" + key.logId() + ", index=" + index + ", fencingToken=" + fencingToken
+                + (tookOver ? ", tookOver" : "") + "]";
+    }
+}

@@ -62,9 +62,17 @@ public record IdempotencyKey(String namespace, String key) {
                     + ": use a business id or a generated message id, not the payload");
         }
         for (int i = 0; i < key.length(); i++) {
-            if (Character.isISOControl(key.charAt(i))) {
+            char c = key.charAt(i);
+            if (Character.isISOControl(c)) {
                 throw new InvalidKeyException("idempotency key for namespace '" + namespace
                         + "' holds a control character at index " + i + ": strip or encode it on the producer side");
+            }
+            if (Character.isHighSurrogate(c) && i + 1 < key.length() && Character.isLowSurrogate(key.charAt(i + 1))) {
+                i++;
+            } else if (Character.isSurrogate(c)) {
+                throw new InvalidKeyException("idempotency key for namespace '" + namespace
+                        + "' holds an unpaired UTF-16 surrogate at index " + i
+                        + ": it has no UTF-8 form and would collide with other keys; fix the producer's encoding");
             }
         }
     }

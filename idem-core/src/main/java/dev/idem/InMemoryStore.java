@@ -9,15 +9,11 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Arrays;
-import java.util.Comparator;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.stream.IntStream;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -125,27 +121,6 @@ public final class InMemoryStore implements IdempotencyStore {
     }
 
     @Override
-    public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
-        ensureDistinct(requests);
-        ClaimResult[] results = new ClaimResult[requests.size()];
-        IntStream.range(0, requests.size())
-                .boxed()
-                .sorted(Comparator.comparing(i -> requests.get(i).key().storageId()))
-                .forEach(i -> results[i] = claim(requests.get(i)));
-        return Arrays.asList(results);
-    }
-
-    static void ensureDistinct(List<ClaimRequest> requests) {
-        var seen = new HashSet<String>();
-        for (ClaimRequest r : requests) {
-            if (!seen.add(r.key().storageId())) {
-                throw new IllegalArgumentException(
-                        "batch claims key " + r.key().logId() + " twice: deduplicate a batch before claiming it");
-            }
-        }
-    }
-
-    @Override
     public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
         Instant now = ensureOpenAndNow();
         return update(
@@ -207,8 +182,13 @@ public final class InMemoryStore implements IdempotencyStore {
         if (e == null || (e.state() == StoredRecord.State.DONE && !e.live(now))) {
             return Optional.empty();
         }
-        return Optional.of(new StoredRecord(
-                key, e.state(), e.owner(), e.fencingToken(), e.expiresAt(), e.fingerprint(), e.result()));
+        return Optional.of(StoredRecord.builder(key, e.state())
+                .owner(e.owner())
+                .fencingToken(e.fencingToken())
+                .expiresAt(e.expiresAt())
+                .fingerprint(e.fingerprint())
+                .result(e.result())
+                .build());
     }
 
     /** Removes completions past their retention; returns how many. Claims in progress are left alone. */

@@ -63,6 +63,20 @@ class IdempotencyKeyTest {
                 .hasMessageContaining("control character at index 2");
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"order-\uD800", "order-\uDC00", "order-\uDC00\uD83D", "\uD83D\uD83D\uDCB8"})
+    void keyWithUnpairedSurrogate_isRejected_becauseItHasNoUtf8Form(String key) {
+        assertThatThrownBy(() -> IdempotencyKey.of("payments", key))
+                .isInstanceOf(InvalidKeyException.class)
+                .hasMessageContaining("unpaired UTF-16 surrogate");
+    }
+
+    @Test
+    void keyWithSurrogatePair_isValid() {
+        assertThat(IdempotencyKey.of("payments", "emoji-\uD83D\uDCB8").storedKey())
+                .isEqualTo("emoji-\uD83D\uDCB8");
+    }
+
     @Test
     void tooLongKey_isRejected_namingTheLimit() {
         assertThatThrownBy(() -> IdempotencyKey.of("payments", "k".repeat(IdempotencyKey.MAX_KEY_LENGTH + 1)))

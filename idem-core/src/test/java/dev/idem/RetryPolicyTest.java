@@ -10,7 +10,13 @@ class RetryPolicyTest {
 
     @Test
     void delays_doubleFromTheInitialDelay_upToTheCap() {
-        RetryPolicy policy = new RetryPolicy(Duration.ofMillis(100), 2.0, Duration.ofMillis(500), 10, 0.0);
+        RetryPolicy policy = RetryPolicy.builder()
+                .initialDelay(Duration.ofMillis(100))
+                .multiplier(2.0)
+                .maxDelay(Duration.ofMillis(500))
+                .maxAttempts(10)
+                .jitter(0.0)
+                .build();
 
         assertThat(policy.delayAfter(1)).isEqualTo(Duration.ofMillis(100));
         assertThat(policy.delayAfter(2)).isEqualTo(Duration.ofMillis(200));
@@ -31,24 +37,34 @@ class RetryPolicyTest {
 
     @Test
     void exhausted_afterMaxAttempts() {
-        RetryPolicy policy = RetryPolicy.defaults().withMaxAttempts(3);
+        RetryPolicy policy = RetryPolicy.defaults().toBuilder().maxAttempts(3).build();
 
         assertThat(policy.exhausted(2)).isFalse();
         assertThat(policy.exhausted(3)).isTrue();
     }
 
     @Test
+    void toBuilder_keepsEveryOtherValue() {
+        RetryPolicy policy = RetryPolicy.defaults().toBuilder().maxAttempts(3).build();
+
+        assertThat(policy.toBuilder().build()).isEqualTo(policy);
+        assertThat(policy.initialDelay()).isEqualTo(RetryPolicy.defaults().initialDelay());
+        assertThat(policy.jitter()).isEqualTo(RetryPolicy.defaults().jitter());
+    }
+
+    @Test
     void invalidValues_areConfigurationErrors_namingTheSetting() {
-        assertThatThrownBy(() -> RetryPolicy.defaults().withMaxAttempts(0))
+        assertThatThrownBy(() -> RetryPolicy.builder().maxAttempts(0))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("maxAttempts");
-        assertThatThrownBy(() -> RetryPolicy.defaults().withMultiplier(0.5))
+        assertThatThrownBy(() -> RetryPolicy.builder().multiplier(0.5))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("multiplier");
-        assertThatThrownBy(() -> RetryPolicy.defaults().withMaxDelay(Duration.ofMillis(1)))
+        assertThatThrownBy(() ->
+                        RetryPolicy.builder().maxDelay(Duration.ofMillis(1)).build())
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("maxDelay");
-        assertThatThrownBy(() -> RetryPolicy.defaults().withJitter(1.0))
+        assertThatThrownBy(() -> RetryPolicy.builder().jitter(1.0))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("jitter");
     }

@@ -1,8 +1,8 @@
 package dev.idem.internal;
 
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
-import dev.idem.IdempotencyListener.Warning;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.UpdateResult;
@@ -43,11 +43,12 @@ public final class LeaseWatchdog implements AutoCloseable {
         try {
             UpdateResult result = store.extend(key, owner, lease);
             if (result != UpdateResult.APPLIED) {
-                listener.onWarning(new Warning(
-                        Warning.Kind.LEASE_LOST,
-                        key.namespace(),
-                        key.logId(),
-                        "lease could not be extended (" + result + ") while the handler still runs"));
+                listener.onEvent(IdempotencyEvent.builder(IdempotencyEvent.Type.LEASE_LOST, key.namespace())
+                        .guardKind(IdempotencyEvent.GuardKind.LEASE)
+                        .source(store.describe())
+                        .keyLogId(key.logId())
+                        .message("lease could not be extended (" + result + ") while the handler still runs")
+                        .build());
                 watch.close();
             }
         } catch (StoreUnavailableException e) {

@@ -1,8 +1,7 @@
 package dev.idem.internal;
 
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyListener;
-import dev.idem.Outcome;
-import java.time.Duration;
 
 /** Calls a listener and swallows (logs) what it throws, so a broken listener never changes an outcome. */
 public final class SafeListener implements IdempotencyListener {
@@ -14,21 +13,17 @@ public final class SafeListener implements IdempotencyListener {
         this.delegate = delegate;
     }
 
-    @Override
-    public void onOutcome(String namespace, String keyLogId, Outcome outcome, Duration elapsed) {
-        try {
-            delegate.onOutcome(namespace, keyLogId, outcome, elapsed);
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "listener failed on an outcome; ignored", e);
-        }
+    /** False for {@link IdempotencyListener#NONE}: callers may skip building events nobody reads. */
+    public boolean listens() {
+        return delegate != IdempotencyListener.NONE;
     }
 
     @Override
-    public void onWarning(Warning warning) {
+    public void onEvent(IdempotencyEvent event) {
         try {
-            delegate.onWarning(warning);
+            delegate.onEvent(event);
         } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "listener failed on a warning; ignored", e);
+            LOG.log(System.Logger.Level.WARNING, "listener failed on " + event.type() + "; ignored", e);
         }
     }
 }

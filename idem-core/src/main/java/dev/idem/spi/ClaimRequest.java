@@ -7,19 +7,76 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * One claim: the key, the claiming owner's token (random, unique per handling; the same token when a claim is
- * retried), the payload fingerprint if any, and how long the lease lasts.
+ * retried), how long the lease lasts, and the payload fingerprint if any (already validated by the guard, see {@link
+ * dev.idem.Fingerprint#validate(String)}).
+ *
+ * <pre>{@code
+ * ClaimRequest request = ClaimRequest.of(key, owner, Duration.ofSeconds(30)).withFingerprint(fingerprint);
+ * }</pre>
+ *
+ * <p>Immutable and thread-safe.
  */
-public record ClaimRequest(
-        IdempotencyKey key, String owner, @Nullable String fingerprint, Duration lease) {
-    public ClaimRequest {
-        Objects.requireNonNull(key, "key");
-        Objects.requireNonNull(owner, "owner");
-        Objects.requireNonNull(lease, "lease");
+public final class ClaimRequest {
+    private final IdempotencyKey key;
+    private final String owner;
+    private final Duration lease;
+    private final @Nullable String fingerprint;
+
+    private ClaimRequest(IdempotencyKey key, String owner, Duration lease, @Nullable String fingerprint) {
+        this.key = Objects.requireNonNull(key, "key");
+        this.owner = Objects.requireNonNull(owner, "owner");
+        this.lease = Objects.requireNonNull(lease, "lease");
+        this.fingerprint = fingerprint;
         if (owner.isBlank() || owner.length() > 64) {
             throw new IllegalArgumentException("owner token must be 1 to 64 characters, got '" + owner + "'");
         }
         if (lease.isNegative() || lease.isZero()) {
             throw new IllegalArgumentException("lease must be positive, got " + lease);
         }
+    }
+
+    /** A claim without a fingerprint. */
+    public static ClaimRequest of(IdempotencyKey key, String owner, Duration lease) {
+        return new ClaimRequest(key, owner, lease, null);
+    }
+
+    /** The same claim carrying {@code fingerprint} (or none, for null). */
+    public ClaimRequest withFingerprint(@Nullable String fingerprint) {
+        return new ClaimRequest(key, owner, lease, fingerprint);
+    }
+
+    public IdempotencyKey key() {
+        return key;
+    }
+
+    public String owner() {
+        return owner;
+    }
+
+    public @Nullable String fingerprint() {
+        return fingerprint;
+    }
+
+    public Duration lease() {
+        return lease;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof ClaimRequest r
+                && key.equals(r.key)
+                && owner.equals(r.owner)
+                && lease.equals(r.lease)
+                && Objects.equals(fingerprint, r.fingerprint);
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(key, owner, lease, fingerprint);
+    }
+
+    @Override
+    public String toString() {
+        return "ClaimRequest[" + key.logId() + ", owner=" + owner + ", lease=" + lease + "]";
     }
 }

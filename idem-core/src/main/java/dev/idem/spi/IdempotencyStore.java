@@ -3,8 +3,12 @@ package dev.idem.spi;
 import dev.idem.IdempotencyKey;
 import dev.idem.StoreUnavailableException;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.stream.IntStream;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -39,15 +43,45 @@ public interface IdempotencyStore extends AutoCloseable {
     /**
      * Claims many keys in one round trip where the store allows it. Results come in the order of the requests;
      * keys are claimed in {@link IdempotencyKey#storageId()} order so that concurrent batches cannot deadlock.
-     * Keys must be distinct.
+     * Keys must be distinct ({@link IllegalArgumentException} otherwise). The default claims them one by one.
      */
-    List<ClaimResult> claimAll(List<ClaimRequest> requests);
+    default List<ClaimResult> claimAll(List<ClaimRequest> requests) {
+        var seen = new HashSet<String>();
+        for (ClaimRequest r : requests) {
+            if (!seen.add(r.key().storageId())) {
+                throw new IllegalArgumentException(
+                        "batch claims key " + r.key().logId() + " twice: deduplicate a batch before claiming it");
+            }
+        }
+        ClaimResult[] results = new ClaimResult[requests.size()];
+        IntStream.range(0, requests.size())
+                .boxed()
+                .sorted(Comparator.comparing(i -> requests.get(i).key().storageId()))
+                .forEach(i -> results[i] = claim(requests.get(i)));
+        return Arrays.asList(results);
+    }
 
     /**
      * Marks the owner's claim done; the record is kept for {@code retention} so duplicates are recognised, with
      * the optional small {@code result}.
      */
     UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention);
+
+    /**
+     * Completes many claims in one round trip where the store allows it; results come in the order of the
+     * completions. The default completes them one by one, in {@link IdempotencyKey#storageId()} order.
+     */
+    default List<UpdateResult> completeAll(List<Completion> completions) {
+        UpdateResult[] results = new UpdateResult[completions.size()];
+        IntStream.range(0, completions.size())
+                .boxed()
+                .sorted(Comparator.comparing(i -> completions.get(i).key().storageId()))
+                .forEach(i -> {
+                    Completion c = completions.get(i);
+                    results[i] = complete(c.key(), c.owner(), c.result(), c.retention());
+                });
+        return Arrays.asList(results);
+    }
 
     /** Removes the owner's claim so that a redelivery can run (the handler failed, nothing was applied). */
     UpdateResult release(IdempotencyKey key, String owner);

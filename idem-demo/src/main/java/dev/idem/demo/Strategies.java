@@ -78,8 +78,7 @@ final class Strategies {
             @Override
             public Outcome handle(Delivery d) {
                 return guard.handle(
-                        d.event().key(),
-                        null,
+                        dev.idem.Delivery.of(d.event().key()),
                         ctx -> db.inTransaction(c -> {
                             d.insideEffect();
                             return book.apply(c, d.event());

@@ -44,7 +44,13 @@ import org.slf4j.LoggerFactory;
  * </ul>
  */
 final class StrategyRun {
-    static final RetryPolicy RETRY = new RetryPolicy(Duration.ofMillis(10), 1.5, Duration.ofMillis(100), 300, 0.2);
+    static final RetryPolicy RETRY = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(10))
+            .multiplier(1.5)
+            .maxDelay(Duration.ofMillis(100))
+            .maxAttempts(300)
+            .jitter(0.2)
+            .build();
     private static final Duration OVERLAP_WAIT = Duration.ofSeconds(2);
     private static final Logger LOG = LoggerFactory.getLogger(StrategyRun.class);
     private static final int LOGGED_RETRIES = 20;

@@ -8,21 +8,44 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
- * Keeps README examples compiling: an example lives in a test source between {@code // readme:<name> begin} and
- * {@code // readme:<name> end}, where it compiles and runs, and {@link #assertShown} checks that the README shows
- * exactly those lines (indentation removed).
+ * Keeps the examples of README.md, README.zh-CN.md and docs/ compiling: an example lives in a test source between
+ * {@code // readme:<name> begin} and {@code // readme:<name> end}, where it compiles and runs, and {@link
+ * #assertShown} checks that one of those pages shows exactly those lines (indentation removed). {@code
+ * DocsCodeBlocksTest} checks the other way round: every Java block of every page is such a region.
  */
 public final class ReadmeSnippets {
     private ReadmeSnippets() {}
 
-    /** Asserts that the project README holds region {@code name} of the test source {@code source}. */
+    /** Asserts that README.md or a page of docs/ holds region {@code name} of the test source {@code source}. */
     public static void assertShown(Path source, String name) {
         String snippet = String.join("\n", region(read(source), name));
-        assertThat(read(readme()))
-                .as("README.md must show region '%s' of %s exactly; copy it from there", name, source)
-                .contains(snippet);
+        assertThat(pages().stream().map(ReadmeSnippets::read))
+                .as(
+                        "README.md or a page in docs/ must show region '%s' of %s exactly; copy it from there",
+                        name, source)
+                .anyMatch(page -> page.contains(snippet));
+    }
+
+    /** README.md, README.zh-CN.md and every Markdown page under docs/. */
+    public static List<Path> pages() {
+        Path root = projectRoot();
+        List<Path> pages = new ArrayList<>();
+        pages.add(root.resolve("README.md"));
+        Path chinese = root.resolve("README.zh-CN.md");
+        if (Files.exists(chinese)) {
+            pages.add(chinese);
+        }
+        try (Stream<Path> docs = Files.walk(root.resolve("docs"))) {
+            docs.filter(p -> p.toString().endsWith(".md") && !p.toString().contains("/target/"))
+                    .sorted()
+                    .forEach(pages::add);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        return pages;
     }
 
     /** The lines of region {@code name}, with their common indentation removed. */
@@ -51,19 +74,18 @@ public final class ReadmeSnippets {
         return lines.stream().map(l -> l.isBlank() ? "" : l.substring(indent)).toList();
     }
 
-    /** The project's README.md, found from the working directory upwards. */
-    static Path readme() {
+    /** The project's root directory (holding README.md and idem-core), found from the working directory upwards. */
+    public static Path projectRoot() {
         for (Path dir = Path.of("").toAbsolutePath(); dir != null; dir = dir.getParent()) {
-            Path candidate = dir.resolve("README.md");
-            if (Files.exists(candidate) && Files.exists(dir.resolve("idem-core"))) {
-                return candidate;
+            if (Files.exists(dir.resolve("README.md")) && Files.exists(dir.resolve("idem-core"))) {
+                return dir;
             }
         }
         throw new IllegalStateException(
                 "README.md of the project not found above " + Path.of("").toAbsolutePath());
     }
 
-    private static String read(Path path) {
+    static String read(Path path) {
         try {
             return Files.readString(path);
         } catch (IOException e) {

@@ -3,12 +3,15 @@ package dev.idem.testkit;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.idem.Delivery;
+import dev.idem.Fingerprint;
 import dev.idem.Guard;
 import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
@@ -22,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -86,7 +90,7 @@ public abstract class IdempotencyStoreContract {
     }
 
     private static ClaimRequest claimOf(IdempotencyKey key, String owner) {
-        return new ClaimRequest(key, owner, null, LEASE);
+        return ClaimRequest.of(key, owner, LEASE);
     }
 
     private ClaimResult claim(String k, String owner) {
@@ -106,7 +110,7 @@ public abstract class IdempotencyStoreContract {
 
     @Test
     void claim_afterCompletion_isDone_withStoredResultAndFingerprint() {
-        store.claim(new ClaimRequest(key("k"), "owner-a", "fp-1", LEASE));
+        store.claim(ClaimRequest.of(key("k"), "owner-a", LEASE).withFingerprint("fp-1"));
         assertThat(store.complete(key("k"), "owner-a", bytes("receipt-42"), RETENTION))
                 .isEqualTo(UpdateResult.APPLIED);
 
@@ -122,7 +126,7 @@ public abstract class IdempotencyStoreContract {
 
     @Test
     void claim_byOtherOwner_whileInProgress_isInProgress_untilLeaseEnds() {
-        store.claim(new ClaimRequest(key("k"), "owner-a", "fp-1", LEASE));
+        store.claim(ClaimRequest.of(key("k"), "owner-a", LEASE).withFingerprint("fp-1"));
         clock.advance(LEASE.minusSeconds(1));
 
         assertThat(claim("k", "owner-b")).isInstanceOfSatisfying(ClaimResult.InProgress.class, p -> {
@@ -401,12 +405,104 @@ public abstract class IdempotencyStoreContract {
     @Test
     void guard_sameKeyWithOtherPayload_isRejected() {
         try (Guard guard = guard()) {
-            guard.handle("pay-1", "fingerprint-a", ctx -> Outcome.processed());
+            guard.handle(Delivery.of("pay-1", "fingerprint-a"), ctx -> Outcome.processed());
 
-            Outcome reused = guard.handle("pay-1", "fingerprint-b", ctx -> Outcome.processed());
+            Outcome reused = guard.handle(Delivery.of("pay-1", "fingerprint-b"), ctx -> Outcome.processed());
 
             assertThat(reused.type()).isEqualTo(Outcome.Type.REJECTED);
             assertThat(reused.reason()).contains("different payload");
+        }
+    }
+
+    @Test
+    void completeAll_completesEachClaim_andAnswersInRequestOrder() {
+        claim("b", "owner-b");
+        claim("a", "owner-a");
+
+        List<UpdateResult> results = store.completeAll(List.of(
+                Completion.of(key("b"), "owner-b", bytes("rb"), RETENTION),
+                Completion.of(key("a"), "owner-a", null, RETENTION),
+                Completion.of(key("a-never-claimed"), "owner-a", null, RETENTION)));
+
+        assertThat(results).containsExactly(UpdateResult.APPLIED, UpdateResult.APPLIED, UpdateResult.NOT_FOUND);
+        assertThat(claim("b", "owner-c"))
+                .isInstanceOfSatisfying(
+                        ClaimResult.Done.class, d -> assertThat(d.result()).isEqualTo(bytes("rb")));
+        assertThat(claim("a", "owner-c")).isInstanceOf(ClaimResult.Done.class);
+    }
+
+    @Test
+    void guard_keyWithUnpairedSurrogate_isRejected_andNeverTakenForAnotherKey() {
+        try (Guard guard = guard()) {
+            AtomicInteger effects = new AtomicInteger();
+            assertThat(guard.run("order-?", effects::incrementAndGet).type()).isEqualTo(Outcome.Type.PROCESSED);
+
+            Outcome lone = guard.run("order-\uD800", effects::incrementAndGet);
+            Outcome reversed = guard.run("order-\uDC00\uD800", effects::incrementAndGet);
+
+            assertThat(lone.type()).isEqualTo(Outcome.Type.REJECTED);
+            assertThat(lone.reason()).contains("unpaired UTF-16 surrogate at index 6");
+            assertThat(reversed.type()).isEqualTo(Outcome.Type.REJECTED);
+            assertThat(effects).hasValue(1);
+        }
+    }
+
+    @Test
+    void guard_fingerprintOverTheBound_isRejected_withTheReason_andNothingIsStored() {
+        try (Guard guard = guard()) {
+            String tooLong = "f".repeat(Fingerprint.MAX_LENGTH + 1);
+
+            Outcome outcome = guard.handle(Delivery.of("pay-1", tooLong), ctx -> Outcome.processed());
+            Outcome control = guard.handle(Delivery.of("pay-2", "fp\u00e9"), ctx -> Outcome.processed());
+
+            assertThat(outcome.type()).isEqualTo(Outcome.Type.REJECTED);
+            assertThat(outcome.reason()).contains("fingerprint is 129 characters long", "Fingerprint.of(payload)");
+            assertThat(control.type()).isEqualTo(Outcome.Type.REJECTED);
+            assertThat(control.reason()).contains("not printable ASCII");
+            assertThat(store.lookup(key("pay-1"))).isEmpty();
+            assertThat(guard.handle(Delivery.of("pay-1", Fingerprint.of("payload")), ctx -> Outcome.processed())
+                            .type())
+                    .isEqualTo(Outcome.Type.PROCESSED);
+        }
+    }
+
+    @Test
+    void guard_handleAll_runsEachNewDeliveryInInputOrder_once_andRemembersThem() {
+        try (Guard guard = guard()) {
+            guard.run("done-before", () -> {});
+            List<Integer> ran = new CopyOnWriteArrayList<>();
+
+            List<Outcome> outcomes = guard.handleAll(
+                    List.of(
+                            Delivery.of("new-z"),
+                            Delivery.of("done-before"),
+                            Delivery.of(" "),
+                            Delivery.of("new-a"),
+                            Delivery.of("new-z"),
+                            Delivery.of("fails")),
+                    ctx -> {
+                        ran.add(ctx.index());
+                        if (ctx.delivery().key().equals("fails")) {
+                            throw new IllegalStateException("gateway down");
+                        }
+                        return Outcome.processed();
+                    });
+
+            assertThat(outcomes)
+                    .extracting(Outcome::type)
+                    .containsExactly(
+                            Outcome.Type.PROCESSED,
+                            Outcome.Type.DUPLICATE,
+                            Outcome.Type.REJECTED,
+                            Outcome.Type.PROCESSED,
+                            Outcome.Type.DUPLICATE,
+                            Outcome.Type.FAILED);
+            assertThat(ran).containsExactly(0, 3, 5);
+            assertThat(store.lookup(key("new-z")).orElseThrow().state()).isEqualTo(StoredRecord.State.DONE);
+            assertThat(store.lookup(key("new-a")).orElseThrow().state()).isEqualTo(StoredRecord.State.DONE);
+            assertThat(store.lookup(key("fails")))
+                    .as("released for the redelivery")
+                    .isEmpty();
         }
     }
 
@@ -476,7 +572,6 @@ public abstract class IdempotencyStoreContract {
                 .namespace(ns)
                 .lease(LEASE)
                 .retention(RETENTION)
-                .clock(time)
                 .watchdog(false)
                 .build()) {
             for (Step step : steps) {
@@ -495,7 +590,7 @@ public abstract class IdempotencyStoreContract {
                                     .isEqualTo(Outcome.Type.IN_PROGRESS);
                             effects.merge(k, 1, Integer::sum);
                         });
-                    case CRASH -> s.claim(new ClaimRequest(IdempotencyKey.of(ns, k), "crashed", null, LEASE));
+                    case CRASH -> s.claim(ClaimRequest.of(IdempotencyKey.of(ns, k), "crashed", LEASE));
                     case LEASE_LAPSES -> time.advance(LEASE.plusMillis(1));
                 }
                 assertThat(effects.values()).as("after %s", step).allMatch(n -> n == 1);
@@ -563,7 +658,6 @@ public abstract class IdempotencyStoreContract {
                 .namespace(namespace)
                 .lease(LEASE)
                 .retention(RETENTION)
-                .clock(clock)
                 .watchdog(false)
                 .build();
     }

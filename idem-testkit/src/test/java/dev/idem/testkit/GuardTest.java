@@ -5,7 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.ConfigurationException;
 import dev.idem.DeadLetterException;
+import dev.idem.Delivery;
 import dev.idem.Guard;
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.InMemoryStore;
@@ -13,6 +15,7 @@ import dev.idem.Outcome;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
@@ -20,6 +23,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -35,17 +39,13 @@ class GuardTest {
 
     private final MutableClock clock = MutableClock.atNow();
     private final InMemoryStore store = InMemoryStore.builder().clock(clock).build();
-    private final List<IdempotencyListener.Warning> warnings = new CopyOnWriteArrayList<>();
+    private final List<IdempotencyEvent> warnings = new CopyOnWriteArrayList<>();
     private final List<Outcome> outcomes = new CopyOnWriteArrayList<>();
-    private final IdempotencyListener recorder = new IdempotencyListener() {
-        @Override
-        public void onOutcome(String namespace, String keyLogId, Outcome outcome, Duration elapsed) {
-            outcomes.add(outcome);
-        }
-
-        @Override
-        public void onWarning(Warning warning) {
-            warnings.add(warning);
+    private final IdempotencyListener recorder = event -> {
+        if (event.type() == IdempotencyEvent.Type.HANDLED) {
+            outcomes.add(Objects.requireNonNull(event.outcome()));
+        } else {
+            warnings.add(event);
         }
     };
 
@@ -58,7 +58,6 @@ class GuardTest {
         return Guard.builder(s)
                 .namespace("payments")
                 .lease(LEASE)
-                .clock(clock)
                 .listener(recorder)
                 .watchdog(false);
     }
@@ -71,8 +70,8 @@ class GuardTest {
     void firstDelivery_isProcessed_andTheDuplicateGetsTheStoredResult() {
         Guard g = guard();
 
-        Outcome first = g.handle("pay-1", null, ctx -> Outcome.processed(bytes("receipt-7")));
-        Outcome second = g.handle("pay-1", null, ctx -> Outcome.processed(bytes("never")));
+        Outcome first = g.handle(Delivery.of("pay-1"), ctx -> Outcome.processed(bytes("receipt-7")));
+        Outcome second = g.handle(Delivery.of("pay-1"), ctx -> Outcome.processed(bytes("never")));
 
         assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(second.type()).isEqualTo(Outcome.Type.DUPLICATE);
@@ -109,8 +108,8 @@ class GuardTest {
     void outOfOrderFromABusinessGuard_releasesTheClaim_soTheRetryRuns() {
         Guard g = guard();
 
-        Outcome early = g.handle("ship-1", null, ctx -> Outcome.outOfOrder("order not paid yet"));
-        Outcome retried = g.handle("ship-1", null, ctx -> Outcome.processed());
+        Outcome early = g.handle(Delivery.of("ship-1"), ctx -> Outcome.outOfOrder("order not paid yet"));
+        Outcome retried = g.handle(Delivery.of("ship-1"), ctx -> Outcome.processed());
 
         assertThat(early.type()).isEqualTo(Outcome.Type.OUT_OF_ORDER);
         assertThat(retried.type()).isEqualTo(Outcome.Type.PROCESSED);
@@ -120,14 +119,14 @@ class GuardTest {
     void duplicateFromABusinessGuard_isRemembered() {
         Guard g = guard();
 
-        g.handle("pay-1", null, ctx -> Outcome.duplicate("order already PAID"));
-        Outcome again = g.handle("pay-1", null, ctx -> Outcome.processed());
+        g.handle(Delivery.of("pay-1"), ctx -> Outcome.duplicate("order already PAID"));
+        Outcome again = g.handle(Delivery.of("pay-1"), ctx -> Outcome.processed());
 
         assertThat(again.type()).isEqualTo(Outcome.Type.DUPLICATE);
     }
 
     @Test
-    void secondDelivery_whileFirstInProgress_isRetriedLater_afterTheRemainingLease() {
+    void secondDelivery_whileFirstInProgress_isRetriedLater_noLaterThanTheGuardsLease() {
         Guard g = guard();
         Outcome[] second = new Outcome[1];
 
@@ -137,7 +136,7 @@ class GuardTest {
         });
 
         assertThat(second[0].type()).isEqualTo(Outcome.Type.IN_PROGRESS);
-        assertThat(second[0].retryAfter()).hasValue(Duration.ofSeconds(20));
+        assertThat(second[0].retryAfter()).hasValue(LEASE);
     }
 
     @Test
@@ -209,9 +208,8 @@ class GuardTest {
         assertThat(second.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(runs).hasValue(2);
         assertThat(warnings)
-                .extracting(IdempotencyListener.Warning::kind)
-                .containsExactly(
-                        IdempotencyListener.Warning.Kind.FAIL_OPEN, IdempotencyListener.Warning.Kind.FAIL_OPEN);
+                .extracting(IdempotencyEvent::type)
+                .containsExactly(IdempotencyEvent.Type.FAIL_OPEN, IdempotencyEvent.Type.FAIL_OPEN);
     }
 
     @Test
@@ -219,11 +217,8 @@ class GuardTest {
         Guard g = Guard.builder(store)
                 .namespace("payments")
                 .watchdog(false)
-                .listener(new IdempotencyListener() {
-                    @Override
-                    public void onOutcome(String namespace, String keyLogId, Outcome outcome, Duration elapsed) {
-                        throw new IllegalStateException("metrics backend down");
-                    }
+                .listener(event -> {
+                    throw new IllegalStateException("metrics backend down");
                 })
                 .build();
 
@@ -242,9 +237,7 @@ class GuardTest {
 
         assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(outcome.reason()).contains("lease ended before completion");
-        assertThat(warnings)
-                .extracting(IdempotencyListener.Warning::kind)
-                .containsExactly(IdempotencyListener.Warning.Kind.LEASE_LOST);
+        assertThat(warnings).extracting(IdempotencyEvent::type).containsExactly(IdempotencyEvent.Type.LEASE_LOST);
     }
 
     @Test
@@ -256,8 +249,8 @@ class GuardTest {
         assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(outcome.reason()).contains("completion was not recorded");
         assertThat(warnings)
-                .extracting(IdempotencyListener.Warning::kind)
-                .containsExactly(IdempotencyListener.Warning.Kind.COMPLETION_NOT_RECORDED);
+                .extracting(IdempotencyEvent::type)
+                .containsExactly(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED);
     }
 
     @Test
@@ -283,6 +276,46 @@ class GuardTest {
     }
 
     @Test
+    void handleAll_claimsInOneRoundTrip_andCompletesInOne() {
+        var counting = new CountingStore(store);
+        Guard g = guard(counting).build();
+
+        List<Outcome> outcomes =
+                g.handleAll(List.of(Delivery.of("a"), Delivery.of("b"), Delivery.of("c")), ctx -> Outcome.processed());
+
+        assertThat(outcomes).extracting(Outcome::type).containsOnly(Outcome.Type.PROCESSED);
+        assertThat(counting.claimAlls).hasValue(1);
+        assertThat(counting.completeAlls).hasValue(1);
+        assertThat(counting.singleCalls).hasValue(0);
+    }
+
+    @Test
+    void everyHandling_isOneHandledEvent_namingNamespaceKindAndStore() {
+        List<IdempotencyEvent> events = new CopyOnWriteArrayList<>();
+        Guard g = Guard.builder(store)
+                .namespace("payments")
+                .watchdog(false)
+                .listener(events::add)
+                .build();
+
+        Outcome outcome = g.run("pay-1", () -> {});
+        g.run(" ", () -> {});
+
+        assertThat(events).hasSize(2);
+        IdempotencyEvent handled = events.get(0);
+        assertThat(handled.type()).isEqualTo(IdempotencyEvent.Type.HANDLED);
+        assertThat(handled.isWarning()).isFalse();
+        assertThat(handled.namespace()).isEqualTo("payments");
+        assertThat(handled.guardKind()).isEqualTo(IdempotencyEvent.GuardKind.LEASE);
+        assertThat(handled.source()).isEqualTo("in-memory");
+        assertThat(handled.outcome()).isEqualTo(outcome);
+        assertThat(handled.keyLogId())
+                .isEqualTo(IdempotencyKey.of("payments", "pay-1").logId());
+        assertThat(events.get(1).keyLogId()).isEqualTo("<invalid>");
+        assertThat(events.get(1).outcome().type()).isEqualTo(Outcome.Type.REJECTED);
+    }
+
+    @Test
     void builder_withoutNamespace_saysHowToSetIt() {
         assertThatThrownBy(() -> Guard.builder(store).build())
                 .isInstanceOf(ConfigurationException.class)
@@ -302,6 +335,67 @@ class GuardTest {
 
     private static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Counts round trips: batch calls, and single claims or completions. */
+    private static final class CountingStore implements IdempotencyStore {
+        final AtomicInteger claimAlls = new AtomicInteger();
+        final AtomicInteger completeAlls = new AtomicInteger();
+        final AtomicInteger singleCalls = new AtomicInteger();
+        private final IdempotencyStore delegate;
+
+        CountingStore(IdempotencyStore delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public ClaimResult claim(ClaimRequest request) {
+            singleCalls.incrementAndGet();
+            return delegate.claim(request);
+        }
+
+        @Override
+        public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
+            claimAlls.incrementAndGet();
+            return delegate.claimAll(requests);
+        }
+
+        @Override
+        public List<UpdateResult> completeAll(List<Completion> completions) {
+            completeAlls.incrementAndGet();
+            return delegate.completeAll(completions);
+        }
+
+        @Override
+        public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
+            singleCalls.incrementAndGet();
+            return delegate.complete(key, owner, result, retention);
+        }
+
+        @Override
+        public UpdateResult release(IdempotencyKey key, String owner) {
+            return delegate.release(key, owner);
+        }
+
+        @Override
+        public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
+            return delegate.extend(key, owner, lease);
+        }
+
+        @Override
+        public Optional<StoredRecord> lookup(IdempotencyKey key) {
+            return delegate.lookup(key);
+        }
+
+        @Override
+        public String describe() {
+            return delegate.describe();
+        }
+
+        @Override
+        public void close() {
+            delegate.close();
+        }
     }
 
     /** A store whose completions fail as if the backend went away after the claim. */

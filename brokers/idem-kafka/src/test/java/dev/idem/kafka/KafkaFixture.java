@@ -3,9 +3,9 @@ package dev.idem.kafka;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
+import dev.idem.testsupport.EmbeddedKafka;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
-import dev.idem.testsupport.EmbeddedKafka;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -40,8 +40,13 @@ import org.apache.kafka.common.serialization.StringSerializer;
 final class KafkaFixture {
     static final Duration WAIT = Duration.ofSeconds(60);
     /** Retry a record every 100 ms, for up to 30 s. */
-    static final RetryPolicy FAST_RETRY =
-            new RetryPolicy(Duration.ofMillis(100), 1.0, Duration.ofMillis(100), 300, 0.0);
+    static final RetryPolicy FAST_RETRY = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(100))
+            .multiplier(1.0)
+            .maxDelay(Duration.ofMillis(100))
+            .maxAttempts(300)
+            .jitter(0.0)
+            .build();
 
     private KafkaFixture() {}
 

@@ -83,7 +83,13 @@ class ProducerRetryDuplicateTest {
             KafkaProducers.sendWithRetry(
                     producer,
                     record,
-                    new RetryPolicy(Duration.ofMillis(50), 1.0, Duration.ofMillis(50), 3, 0.0),
+                    RetryPolicy.builder()
+                            .initialDelay(Duration.ofMillis(50))
+                            .multiplier(1.0)
+                            .maxDelay(Duration.ofMillis(50))
+                            .maxAttempts(3)
+                            .jitter(0.0)
+                            .build(),
                     Duration.ofSeconds(10),
                     (attempt, failure) -> {
                         resends.incrementAndGet();

@@ -14,8 +14,13 @@ import org.junit.jupiter.api.Test;
 
 /** How the runner treats outcomes that are not final: ordered retries, a bound, and dead letters. */
 class RetryAndDeadLetterTest {
-    private static final RetryPolicy THREE_FAST =
-            new RetryPolicy(Duration.ofMillis(50), 1.0, Duration.ofMillis(50), 3, 0.0);
+    private static final RetryPolicy THREE_FAST = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(50))
+            .multiplier(1.0)
+            .maxDelay(Duration.ofMillis(50))
+            .maxAttempts(3)
+            .jitter(0.0)
+            .build();
 
     /** What a consumer saw, in order, and what it dead-lettered. */
     private record Run(List<String> seen, List<ConsumerRecord<byte[], byte[]>> deadLetters) {

@@ -54,7 +54,13 @@ class RunnerBehaviourTest {
         try (var newOwner = IdempotentKafkaConsumer.builder(newOwnerProps)
                 .topics(topic)
                 .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
-                .retryPolicy(new RetryPolicy(Duration.ofMillis(100), 1.0, Duration.ofMillis(100), 1000, 0.0))
+                .retryPolicy(RetryPolicy.builder()
+                        .initialDelay(Duration.ofMillis(100))
+                        .multiplier(1.0)
+                        .maxDelay(Duration.ofMillis(100))
+                        .maxAttempts(1000)
+                        .jitter(0.0)
+                        .build())
                 .handler((key, record) -> {
                     secondSawIt.countDown();
                     return Outcome.inProgress("held by the old owner", null);

@@ -102,8 +102,8 @@ final class ClaimsOnly {
                 List<ClaimRequest> requests = new ArrayList<>(distinct.size());
                 String owner = "bench-" + t + "-" + System.nanoTime();
                 for (String key : distinct) {
-                    requests.add(new ClaimRequest(
-                            IdempotencyKey.of(JdbcContenders.NAMESPACE, key), owner, null, Duration.ofMinutes(5)));
+                    requests.add(ClaimRequest.of(
+                            IdempotencyKey.of(JdbcContenders.NAMESPACE, key), owner, Duration.ofMinutes(5)));
                 }
                 int won = 0;
                 for (ClaimResult result : store.claimAll(requests)) {

@@ -258,7 +258,7 @@ final class JdbcContenders {
             public List<Answer> deliver(List<Delivery> batch) {
                 Delivery d = batch.get(0);
                 Payment p = d.payment();
-                Outcome outcome = guard.handle(d.key(), null, context -> {
+                Outcome outcome = guard.handle(dev.idem.Delivery.of(d.key()), context -> {
                     Outcome applied = ledger.insertOnce(
                             bank.dataSource(),
                             Map.of("payment_id", p.id(), "account_id", p.account(), "amount", p.amount()),

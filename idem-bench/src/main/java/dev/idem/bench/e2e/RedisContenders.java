@@ -108,11 +108,10 @@ final class RedisContenders {
             while (true) {
                 List<ClaimRequest> requests = new ArrayList<>(pending.size());
                 for (int i : pending) {
-                    requests.add(new ClaimRequest(
+                    requests.add(ClaimRequest.of(
                             IdempotencyKey.of(
                                     JdbcContenders.NAMESPACE, batch.get(i).key()),
                             owner,
-                            null,
                             lease));
                 }
                 List<ClaimResult> claims;

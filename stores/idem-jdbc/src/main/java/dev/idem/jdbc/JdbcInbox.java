@@ -1,6 +1,8 @@
 package dev.idem.jdbc;
 
 import dev.idem.ConfigurationException;
+import dev.idem.Fingerprint;
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.InvalidKeyException;
@@ -22,6 +24,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
@@ -299,16 +302,16 @@ public final class JdbcInbox {
         Map<String, Pending> pending = new LinkedHashMap<>();
         for (int i = 0; i < deliveries.size(); i++) {
             Delivery d = deliveries.get(i);
-            if (d.fingerprint() != null && d.fingerprint().length() > 255) {
-                throw new IllegalArgumentException(
-                        "fingerprint is " + d.fingerprint().length()
-                                + " characters long; the column holds 255: pass Fingerprint.of(payload) (64 hex digits)");
-            }
             IdempotencyKey key;
             try {
                 key = IdempotencyKey.of(namespace, d.key());
             } catch (InvalidKeyException e) {
                 outcomes[i] = Outcome.rejected(e.getMessage(), e);
+                continue;
+            }
+            Optional<String> badFingerprint = Fingerprint.problem(d.fingerprint());
+            if (badFingerprint.isPresent()) {
+                outcomes[i] = Outcome.rejected(badFingerprint.get());
                 continue;
             }
             Pending first = pending.get(key.storageId());
@@ -476,7 +479,13 @@ public final class JdbcInbox {
             } catch (InvalidKeyException e) {
                 logId = "<invalid>";
             }
-            listener.onOutcome(namespace, logId, outcomes[i], elapsed);
+            listener.onEvent(IdempotencyEvent.builder(IdempotencyEvent.Type.HANDLED, namespace)
+                    .guardKind(IdempotencyEvent.GuardKind.INBOX)
+                    .source(description)
+                    .keyLogId(logId)
+                    .outcome(outcomes[i])
+                    .elapsed(elapsed)
+                    .build());
         }
     }
 

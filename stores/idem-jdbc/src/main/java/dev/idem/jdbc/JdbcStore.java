@@ -271,14 +271,14 @@ public final class JdbcStore implements IdempotencyStore {
             if (row == null || (row.done() && !row.live(now(c)))) {
                 return Optional.empty();
             }
-            return Optional.of(new StoredRecord(
-                    key,
-                    row.done() ? StoredRecord.State.DONE : StoredRecord.State.PROCESSING,
-                    row.owner(),
-                    row.fencingToken(),
-                    Instant.ofEpochMilli(row.expiresAt()),
-                    row.fingerprint(),
-                    row.result()));
+            return Optional.of(
+                    StoredRecord.builder(key, row.done() ? StoredRecord.State.DONE : StoredRecord.State.PROCESSING)
+                            .owner(row.owner())
+                            .fencingToken(row.fencingToken())
+                            .expiresAt(Instant.ofEpochMilli(row.expiresAt()))
+                            .fingerprint(row.fingerprint())
+                            .result(row.result())
+                            .build());
         });
     }
 

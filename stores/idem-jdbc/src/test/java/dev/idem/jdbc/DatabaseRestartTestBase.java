@@ -146,7 +146,6 @@ abstract class DatabaseRestartTestBase {
                 .namespace(namespace)
                 .lease(LEASE)
                 .watchdog(false)
-                .clock(clock)
                 .build();
         AtomicInteger effects = new AtomicInteger();
         CountDownLatch claimed = new CountDownLatch(1);

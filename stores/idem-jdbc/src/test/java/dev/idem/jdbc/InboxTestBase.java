@@ -626,8 +626,8 @@ abstract class InboxTestBase {
             claimAndComplete(store, "old-" + i, Duration.ofHours(1));
         }
         claimAndComplete(store, "young", Duration.ofHours(10));
-        store.claim(new ClaimRequest(IdempotencyKey.of(namespace, "crashed"), "o", null, Duration.ofMinutes(1)));
-        store.claim(new ClaimRequest(IdempotencyKey.of(namespace, "running"), "o", null, Duration.ofHours(10)));
+        store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "crashed"), "o", Duration.ofMinutes(1)));
+        store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "running"), "o", Duration.ofHours(10)));
         inbox().handle("inbox-old", null, pay("inbox-old", 1, 1));
         clock.advance(Duration.ofDays(8));
         inbox().handle("inbox-young", null, pay("inbox-young", 1, 1));
@@ -664,7 +664,7 @@ abstract class InboxTestBase {
 
     private void claimAndComplete(JdbcStore store, String key, Duration retention) {
         IdempotencyKey k = IdempotencyKey.of(namespace, key);
-        store.claim(new ClaimRequest(k, "o", null, Duration.ofMinutes(1)));
+        store.claim(ClaimRequest.of(k, "o", Duration.ofMinutes(1)));
         store.complete(k, "o", null, retention);
     }
 
@@ -678,7 +678,7 @@ abstract class InboxTestBase {
                 .build();
 
         var claimed = (ClaimResult.Claimed)
-                store.claim(new ClaimRequest(IdempotencyKey.of(namespace, "k"), "o", null, Duration.ofMinutes(1)));
+                store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "k"), "o", Duration.ofMinutes(1)));
 
         assertThat(claimed.leaseUntil())
                 .isBetween(Instant.now().plusSeconds(50), Instant.now().plusSeconds(70));
@@ -708,8 +708,8 @@ abstract class InboxTestBase {
                 JdbcStore.builder(db.dataSource()).table("not_created").build();
         JdbcInbox inbox = inboxBuilder().table("not_created").build();
 
-        assertThatThrownBy(() -> store.claim(
-                        new ClaimRequest(IdempotencyKey.of(namespace, "k"), "o", null, Duration.ofMinutes(1))))
+        assertThatThrownBy(() ->
+                        store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "k"), "o", Duration.ofMinutes(1))))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("/dev/idem/jdbc/ddl/");
         assertThatThrownBy(() -> inbox.handle("k", null, pay("k", 1, 1)))

@@ -1,9 +1,9 @@
 package dev.idem.redis;
 
 import dev.idem.ConfigurationException;
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
-import dev.idem.IdempotencyListener.Warning;
 import dev.idem.StoreUnavailableException;
 import dev.idem.internal.SafeListener;
 import dev.idem.spi.ClaimRequest;
@@ -64,7 +64,7 @@ import org.jspecify.annotations.Nullable;
  * writes. The store arms each namespace at its first use by writing a sentinel {@code {prefix:namespace}:epoch}, and
  * every claim script checks it atomically: when it is missing or was replaced, the claim fails closed with {@link
  * MarksLostException} (a {@link StoreUnavailableException}, so a {@code Guard} answers {@code IN_PROGRESS}, retry
- * later) and the listener gets {@link Warning.Kind#MARKS_LOST}, on every store sharing the prefix, until an operator
+ * later) and the listener gets {@link IdempotencyEvent.Type#MARKS_LOST}, on every store sharing the prefix, until an operator
  * calls {@link #rearm()} (or the {@link MarkLossPolicy} re-arms after a delay). A store that first meets a namespace
  * after the loss, with no earlier store of that namespace left running, cannot tell an empty Redis from a new one.
  *
@@ -269,7 +269,10 @@ public final class RedisStore implements IdempotencyStore {
 
     private void warn(String namespace, String message) {
         LOG.log(System.Logger.Level.WARNING, "MARKS_LOST {0}", message);
-        listener.onWarning(new Warning(Warning.Kind.MARKS_LOST, namespace, "*", message));
+        listener.onEvent(IdempotencyEvent.builder(IdempotencyEvent.Type.MARKS_LOST, namespace)
+                .source(description)
+                .message(message)
+                .build());
     }
 
     /**
@@ -360,8 +363,13 @@ public final class RedisStore implements IdempotencyStore {
         if (state == StoredRecord.State.DONE && !now.isBefore(expiresAt)) {
             return Optional.empty();
         }
-        return Optional.of(new StoredRecord(
-                key, state, text(v[1]), number(v[2]), expiresAt, v[4] == null ? null : text(v[4]), v[5]));
+        return Optional.of(StoredRecord.builder(key, state)
+                .owner(text(v[1]))
+                .fencingToken(number(v[2]))
+                .expiresAt(expiresAt)
+                .fingerprint(v[4] == null ? null : text(v[4]))
+                .result(v[5])
+                .build());
     }
 
     @Override
@@ -552,7 +560,7 @@ public final class RedisStore implements IdempotencyStore {
             return this;
         }
 
-        /** Told of {@link Warning.Kind#MARKS_LOST}; its failures are logged and ignored. Default none. */
+        /** Told of {@link IdempotencyEvent.Type#MARKS_LOST}; its failures are logged and ignored. Default none. */
         public Builder listener(IdempotencyListener listener) {
             this.listener = Objects.requireNonNull(listener, "listener");
             return this;

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.Guard;
+import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
-import dev.idem.IdempotencyListener.Warning;
 import dev.idem.Outcome;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
@@ -81,7 +81,7 @@ class RedisStoreMarkLossTest {
     }
 
     private static ClaimRequest claimOf(String key, String owner) {
-        return new ClaimRequest(IdempotencyKey.of("orders", key), owner, null, LEASE);
+        return ClaimRequest.of(IdempotencyKey.of("orders", key), owner, LEASE);
     }
 
     @Test
@@ -113,7 +113,7 @@ class RedisStoreMarkLossTest {
                     });
         }
         assertThat(listener.warnings).isNotEmpty().allSatisfy(w -> {
-            assertThat(w.kind()).isEqualTo(Warning.Kind.MARKS_LOST);
+            assertThat(w.type()).isEqualTo(IdempotencyEvent.Type.MARKS_LOST);
             assertThat(w.namespace()).isEqualTo("orders");
         });
         RedisStore startedAfterTheLoss = store();
@@ -122,7 +122,7 @@ class RedisStoreMarkLossTest {
                 .isInstanceOf(RedisStore.MarksLostException.class);
 
         AtomicInteger effects = new AtomicInteger();
-        try (Guard guard = Guard.builder(store).namespace("orders").clock(clock).build()) {
+        try (Guard guard = Guard.builder(store).namespace("orders").build()) {
             Outcome refused = guard.run("done-3", effects::incrementAndGet);
             assertThat(refused.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
             assertThat(refused.reason()).contains("marks lost");
@@ -158,7 +158,7 @@ class RedisStoreMarkLossTest {
         clock.advance(Duration.ofSeconds(2));
 
         assertThat(store.claim(claimOf("k", "owner-b"))).isInstanceOf(ClaimResult.Claimed.class);
-        assertThat(listener.warnings).hasSize(3).allMatch(w -> w.kind() == Warning.Kind.MARKS_LOST);
+        assertThat(listener.warnings).hasSize(3).allMatch(w -> w.type() == IdempotencyEvent.Type.MARKS_LOST);
         assertThat(listener.warnings.get(2).message()).contains("re-armed by the mark-loss policy");
     }
 
@@ -191,7 +191,7 @@ class RedisStoreMarkLossTest {
                 .isInstanceOf(RedisStore.MarksLostException.class);
         assertThat(listener.warnings)
                 .singleElement()
-                .satisfies(w -> assertThat(w.kind()).isEqualTo(Warning.Kind.MARKS_LOST));
+                .satisfies(w -> assertThat(w.type()).isEqualTo(IdempotencyEvent.Type.MARKS_LOST));
     }
 
     @Test

@@ -55,7 +55,7 @@ class RedisStoreTest {
     }
 
     private static ClaimRequest claimOf(IdempotencyKey key, String owner) {
-        return new ClaimRequest(key, owner, null, LEASE);
+        return ClaimRequest.of(key, owner, LEASE);
     }
 
     @Test

@@ -1,0 +1,12 @@
+/** What users test with: store contract suites, redeliveries of their own handlers, a mutable clock, a TCP proxy. */
+module dev.idem.testkit {
+    requires transitive dev.idem.core;
+    requires static dev.idem.ids;
+    requires static org.jspecify;
+    requires transitive org.junit.jupiter.api;
+    requires org.assertj.core;
+    requires net.jqwik.api;
+    requires awaitility;
+
+    exports dev.idem.testkit;
+}

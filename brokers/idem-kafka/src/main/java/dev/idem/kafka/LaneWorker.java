@@ -200,7 +200,9 @@ final class LaneWorker<K, V> {
         } finally {
             lane.exitHandler();
         }
-        if (outcomes == null || outcomes.size() != batch.size() || outcomes.stream().anyMatch(Objects::isNull)) {
+        if (outcomes == null
+                || outcomes.size() != batch.size()
+                || outcomes.stream().anyMatch(Objects::isNull)) {
             throw new IllegalStateException("the batch handler answered "
                     + (outcomes == null ? "null" : outcomes.size() + " outcomes") + " for " + batch.size()
                     + " records of " + lane.partition.tp

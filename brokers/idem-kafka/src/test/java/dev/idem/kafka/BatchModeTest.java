@@ -78,7 +78,11 @@ class BatchModeTest {
                                     if (firstRunOfPay17) {
                                         throw new IllegalStateException("payment service timed out");
                                     }
-                                    bank.debit(c, account, Long.parseLong(r.record().value()), r.key());
+                                    bank.debit(
+                                            c,
+                                            account,
+                                            Long.parseLong(r.record().value()),
+                                            r.key());
                                     return Outcome.processed();
                                 }));
                             }

@@ -5,8 +5,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
-import dev.idem.testsupport.TestServers;
 import dev.idem.testsupport.EmbeddedKafka;
+import dev.idem.testsupport.TestServers;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;

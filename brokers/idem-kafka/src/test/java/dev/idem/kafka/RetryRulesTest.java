@@ -14,8 +14,13 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /** Which outcomes count toward the attempt bound, and which clock times the backoff. */
 class RetryRulesTest {
-    private static final RetryPolicy THREE_FAST =
-            new RetryPolicy(Duration.ofMillis(20), 2.0, Duration.ofMillis(80), 3, 0.0);
+    private static final RetryPolicy THREE_FAST = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(20))
+            .multiplier(2.0)
+            .maxDelay(Duration.ofMillis(80))
+            .maxAttempts(3)
+            .jitter(0.0)
+            .build();
 
     /** Issue 14 item 1: a store outage longer than maxAttempts x backoff used to dead-letter an unhandled record. */
     @ParameterizedTest
@@ -86,7 +91,13 @@ class RetryRulesTest {
         }
         AtomicLong skew = new AtomicLong();
         AtomicInteger calls = new AtomicInteger();
-        RetryPolicy hourly = new RetryPolicy(Duration.ofHours(1), 1.0, Duration.ofHours(1), 5, 0.0);
+        RetryPolicy hourly = RetryPolicy.builder()
+                .initialDelay(Duration.ofHours(1))
+                .multiplier(1.0)
+                .maxDelay(Duration.ofHours(1))
+                .maxAttempts(5)
+                .jitter(0.0)
+                .build();
         try (var consumer = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(group, protocol))
                 .topics(topic)
                 .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
@@ -102,5 +113,39 @@ class RetryRulesTest {
             KafkaFixture.awaitAllCommitted(group, topic);
         }
         assertThat(calls.get()).isEqualTo(2);
+    }
+
+    @org.junit.jupiter.api.Test
+    void listener_hearsRetriesDeadLettersAndCommits_fromSourceKafka_withTheAttempt() throws Exception {
+        String topic = KafkaFixture.topic("events", 1);
+        String group = topic + "-g";
+        try (KafkaProducer<String, String> producer = KafkaFixture.producer()) {
+            KafkaFixture.send(producer, topic, 0, "pay-1", "v");
+        }
+        java.util.List<dev.idem.IdempotencyEvent> events = new java.util.concurrent.CopyOnWriteArrayList<>();
+        try (var consumer = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(group))
+                .topics(topic)
+                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
+                .retryPolicy(THREE_FAST)
+                .listener(events::add)
+                .handler((key, record) -> Outcome.failed("downstream 503", null))
+                .build()
+                .start()) {
+            KafkaFixture.awaitAllCommitted(group, topic);
+            await().atMost(KafkaFixture.WAIT)
+                    .until(() -> events.stream().anyMatch(e -> e.type() == dev.idem.IdempotencyEvent.Type.COMMITTED));
+        }
+        assertThat(events)
+                .allMatch(e -> e.source().equals("kafka") && e.namespace().equals(group));
+        assertThat(events.stream()
+                        .filter(e -> e.type() == dev.idem.IdempotencyEvent.Type.RETRY_SCHEDULED)
+                        .map(dev.idem.IdempotencyEvent::attempt))
+                .containsExactly(1, 2);
+        assertThat(events.stream().filter(e -> e.type() == dev.idem.IdempotencyEvent.Type.DEAD_LETTERED))
+                .singleElement()
+                .satisfies(e -> {
+                    assertThat(e.attempt()).isEqualTo(3);
+                    assertThat(e.keyLogId()).isNotEmpty().doesNotContain("pay-1");
+                });
     }
 }

@@ -29,8 +29,13 @@ import org.jspecify.annotations.Nullable;
  * switch (outcome.action()) { case ACK -> ack(); case RETRY -> retryLater(); case DEAD_LETTER -> deadLetter(); }
  * }</pre>
  *
- * <p>Never throws for a message-level problem: every handling ends in an {@link Outcome}, and a bad key or
- * fingerprint in {@link Outcome.Type#REJECTED}. An {@link Outcome.Type#IN_PROGRESS} answer for a key held by another
+ * <p>Never throws: every handling ends in an {@link Outcome} (a bad key or fingerprint in {@link
+ * Outcome.Type#REJECTED}), whatever the store throws: a claim that fails answers {@link Outcome.Type#IN_PROGRESS}
+ * (only a {@link StoreUnavailableException} is eligible for {@link StoreFailurePolicy#FAIL_OPEN}; any other store
+ * failure never runs a handler unguarded), a completion or release that fails keeps the handler's outcome and is
+ * reported to the listener. The one exception is an {@link Error} thrown by a handler: it is a crash, and passes
+ * through untouched, leaving the claim to end with its lease (the redelivery then takes it over, with {@link
+ * HandlingContext#tookOver()} true); only an {@link Exception} releases a claim. An {@link Outcome.Type#IN_PROGRESS} answer for a key held by another
  * consumer hints {@link Outcome#retryAfter()} = this guard's lease: the latest a holder claiming with these settings
  * can still hold it, stated without comparing this JVM's clock with the store's (the holder's deadline, in the
  * store's clock, is in the reason). Other retries carry no hint: the broker adapter's {@link RetryPolicy} decides.
@@ -51,6 +56,8 @@ public final class Guard implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Guard.class.getName());
     private static final Duration MIN_POLL = Duration.ofMillis(1);
     private static final Duration MAX_POLL = Duration.ofMillis(200);
+    /** Longest lease, retention or wait a guard accepts. */
+    private static final Duration MAX_SETTING = Duration.ofDays(36_500);
 
     private final IdempotencyStore store;
     private final String namespace;
@@ -59,7 +66,9 @@ public final class Guard implements AutoCloseable {
     private final SafeListener listener;
     private final StoreFailurePolicy storeFailurePolicy;
     private final Duration waitForInProgress;
+    private final String source;
     private final @Nullable LeaseWatchdog watchdog;
+    private volatile boolean closed;
 
     private Guard(Builder b) {
         this.store = b.store;
@@ -69,7 +78,8 @@ public final class Guard implements AutoCloseable {
         this.listener = new SafeListener(b.listener);
         this.storeFailurePolicy = b.storeFailurePolicy;
         this.waitForInProgress = b.waitForInProgress;
-        this.watchdog = b.watchdog ? new LeaseWatchdog(store, listener, lease) : null;
+        this.source = store.describe();
+        this.watchdog = b.watchdog ? new LeaseWatchdog(store, source, listener, lease) : null;
     }
 
     /** A guard with every default: 30 s lease, 7 day retention, fail closed, retry in-progress duplicates later. */
@@ -95,6 +105,9 @@ public final class Guard implements AutoCloseable {
      */
     public Outcome handle(Delivery delivery, Handler handler) {
         long start = System.nanoTime();
+        if (closed) {
+            return reportHandled(null, refusedClosed(), start);
+        }
         IdempotencyKey key;
         try {
             key = IdempotencyKey.of(namespace, delivery.key());
@@ -111,10 +124,19 @@ public final class Guard implements AutoCloseable {
      * IdempotencyStore#completeAll} records the final ones; the others are released. Returns one outcome per
      * delivery, in input order. A key repeated within the batch runs once; its later copies answer {@code DUPLICATE}
      * if the first ended final, else {@code IN_PROGRESS}. Keys held by other consumers answer {@code IN_PROGRESS} at
-     * once (a batch does not wait).
+     * once (a batch does not wait). The watchdog extends every claim of the batch from the claim round trip until
+     * the completions are recorded. An {@link Error} from a handler records the completions of the handlings that
+     * finished before it and passes through; the claims it leaves end with their leases, as after any crash.
      */
     public List<Outcome> handleAll(List<Delivery> deliveries, Handler handler) {
         long start = System.nanoTime();
+        if (closed) {
+            List<Outcome> refused = new ArrayList<>();
+            for (int i = 0; i < deliveries.size(); i++) {
+                refused.add(reportHandled(null, refusedClosed(), start));
+            }
+            return refused;
+        }
         Batch batch = new Batch(deliveries);
         batch.claim();
         batch.runAndComplete(handler);
@@ -124,16 +146,26 @@ public final class Guard implements AutoCloseable {
         return Arrays.asList(batch.outcomes);
     }
 
+    private Outcome refusedClosed() {
+        return Outcome.inProgress(
+                "guard is closed (namespace " + namespace + "): nothing ran; the message stays unacknowledged"
+                        + " for a live consumer (stop consuming before closing the guard)",
+                null);
+    }
+
     private Outcome handleValid(IdempotencyKey key, Delivery delivery, Handler handler) {
         ClaimRequest request = ClaimRequest.of(key, newOwner(), lease).withFingerprint(delivery.fingerprint());
-        long waitUntil = System.nanoTime() + waitForInProgress.toNanos();
+        long waitStart = System.nanoTime();
+        long waitNanos = waitForInProgress.toNanos();
         Duration poll = MIN_POLL;
         while (true) {
             ClaimResult claim;
             try {
-                claim = store.claim(request);
+                claim = Objects.requireNonNull(store.claim(request), "the store answered a claim with null");
             } catch (StoreUnavailableException e) {
                 return storeUnavailable(key, delivery, 0, handler, e);
+            } catch (RuntimeException e) {
+                return storeFailed(key, "claim", e);
             }
             if (!(claim instanceof ClaimResult.InProgress busy)) {
                 return answerClaim(key, delivery, 0, claim, handler);
@@ -141,7 +173,7 @@ public final class Guard implements AutoCloseable {
             if (mismatch(delivery.fingerprint(), busy.fingerprint())) {
                 return keyReused(key);
             }
-            if (System.nanoTime() + poll.toNanos() > waitUntil) {
+            if (System.nanoTime() - waitStart + poll.toNanos() > waitNanos) {
                 return inProgress(busy);
             }
             if (!sleep(poll)) {
@@ -154,7 +186,7 @@ public final class Guard implements AutoCloseable {
     /** The outcome of one claim answer: run the handler when acquired, else say what the store holds. */
     private Outcome answerClaim(IdempotencyKey key, Delivery delivery, int index, ClaimResult claim, Handler handler) {
         if (claim instanceof ClaimResult.Acquired acquired) {
-            Outcome outcome = runClaimed(key, delivery, index, acquired, handler);
+            Outcome outcome = runClaimed(key, delivery, index, acquired, handler, null);
             return outcome.isFinal() ? complete(key, acquired.owner(), outcome) : outcome;
         }
         if (claim instanceof ClaimResult.Done done) {
@@ -172,33 +204,54 @@ public final class Guard implements AutoCloseable {
                 "in progress by another consumer until " + busy.leaseUntil() + " (store clock)", lease);
     }
 
-    /** Runs the handler under the watchdog; releases the claim unless the outcome is final (left to complete). */
+    /**
+     * Runs the handler under the watchdog ({@code held}: a watch the caller keeps until it records the completion,
+     * else one for the handler's run only); releases the claim unless the outcome is final (left to complete). An
+     * Error passes untouched: a crash keeps the claim, which ends with its lease.
+     */
     private Outcome runClaimed(
-            IdempotencyKey key, Delivery delivery, int index, ClaimResult.Acquired claim, Handler handler) {
+            IdempotencyKey key,
+            Delivery delivery,
+            int index,
+            ClaimResult.Acquired claim,
+            Handler handler,
+            LeaseWatchdog.@Nullable Watch held) {
         var context = new HandlingContext(
                 key, delivery, index, claim.owner(), claim.fencingToken(), claim instanceof ClaimResult.TakenOver);
+        LeaseWatchdog.Watch watch = held != null ? held : watch(key, claim.owner());
         Outcome outcome;
-        try (LeaseWatchdog.Watch ignored = watchdog == null ? null : watchdog.watch(key, claim.owner())) {
+        try {
             outcome = Objects.requireNonNull(handler.handle(context), "a handler must return an Outcome, not null");
         } catch (Exception e) {
             outcome = Outcome.ofException(e);
-        } catch (Error e) {
-            release(key, claim.owner());
-            throw e;
+        } finally {
+            if (held == null && watch != null) {
+                watch.close();
+            }
         }
         if (!outcome.isFinal()) {
+            if (watch != null) {
+                watch.close();
+            }
             release(key, claim.owner());
         }
         return outcome;
     }
 
+    private LeaseWatchdog.@Nullable Watch watch(IdempotencyKey key, String owner) {
+        return watchdog == null ? null : watchdog.watch(key, owner);
+    }
+
     private Outcome complete(IdempotencyKey key, String owner, Outcome outcome) {
+        UpdateResult done;
         try {
-            return completed(
-                    key, outcome, store.complete(key, owner, outcome.result().orElse(null), retention));
-        } catch (StoreUnavailableException e) {
+            done = Objects.requireNonNull(
+                    store.complete(key, owner, outcome.result().orElse(null), retention),
+                    "the store answered a completion with null");
+        } catch (RuntimeException e) {
             return completionNotRecorded(key, outcome, e);
         }
+        return completed(key, outcome, done);
     }
 
     private Outcome completed(IdempotencyKey key, Outcome outcome, UpdateResult done) {
@@ -211,8 +264,8 @@ public final class Guard implements AutoCloseable {
         return outcome.withReason(outcome.reason() + "; " + message);
     }
 
-    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, StoreUnavailableException e) {
-        String message = "effect applied but its completion was not recorded (" + e.getMessage()
+    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, RuntimeException e) {
+        String message = "effect applied but its completion was not recorded (" + describe(e)
                 + "); a redelivery after the lease ends would apply it again";
         warn(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED, key, message);
         return outcome.withReason(outcome.reason() + "; " + message);
@@ -221,17 +274,29 @@ public final class Guard implements AutoCloseable {
     private void release(IdempotencyKey key, String owner) {
         try {
             store.release(key, owner);
-        } catch (StoreUnavailableException e) {
+        } catch (RuntimeException e) {
             warn(
                     IdempotencyEvent.Type.RELEASE_FAILED,
                     key,
-                    "claim not released (" + e.getMessage() + "); redeliveries wait until the lease ends");
+                    "claim not released (" + describe(e) + "); redeliveries wait until the lease ends");
         }
+    }
+
+    /** A store call failed in a way that is not "unavailable" (a driver bug, an overflow): retry later, run nothing. */
+    private Outcome storeFailed(IdempotencyKey key, String operation, RuntimeException e) {
+        String message = source + " failed on " + operation + " (" + describe(e) + "); nothing ran, retry later";
+        warn(IdempotencyEvent.Type.STORE_UNAVAILABLE, key, message);
+        return Outcome.inProgress(message, null);
+    }
+
+    private static String describe(RuntimeException e) {
+        return e instanceof StoreUnavailableException ? e.getMessage() : e.toString();
     }
 
     private Outcome storeUnavailable(
             IdempotencyKey key, Delivery delivery, int index, Handler handler, StoreUnavailableException e) {
         if (storeFailurePolicy == StoreFailurePolicy.FAIL_CLOSED) {
+            warn(IdempotencyEvent.Type.STORE_UNAVAILABLE, key, e.getMessage() + "; nothing ran, retry later");
             return Outcome.inProgress(e.getMessage(), null);
         }
         warn(IdempotencyEvent.Type.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
@@ -278,7 +343,7 @@ public final class Guard implements AutoCloseable {
     private IdempotencyEvent.Builder event(IdempotencyEvent.Type type) {
         return IdempotencyEvent.builder(type, namespace)
                 .guardKind(GuardKind.LEASE)
-                .source(store.describe());
+                .source(source);
     }
 
     private static boolean sleep(Duration d) {
@@ -304,12 +369,14 @@ public final class Guard implements AutoCloseable {
         return store;
     }
 
-    /** Stops the lease watchdog. Does not close the store. */
+    /**
+     * Closes the guard: later calls run nothing and answer {@link Outcome.Type#IN_PROGRESS} saying the guard is
+     * closed (the message is retried by a live consumer; it is never counted as a handler failure). Handlings already
+     * running finish normally, their leases still extended. Does not close the store. Idempotent.
+     */
     @Override
     public void close() {
-        if (watchdog != null) {
-            watchdog.close();
-        }
+        closed = true;
     }
 
     /** One {@link #handleAll} call: validation, the one claim round trip, the handlers, the one completion. */
@@ -326,6 +393,9 @@ public final class Guard implements AutoCloseable {
 
         @Nullable
         StoreUnavailableException unavailable;
+
+        @Nullable
+        RuntimeException failure;
 
         Batch(List<Delivery> deliveries) {
             this.deliveries = List.copyOf(deliveries);
@@ -362,56 +432,105 @@ public final class Guard implements AutoCloseable {
                 requests.add(ClaimRequest.of(key(i), newOwner(), lease)
                         .withFingerprint(deliveries.get(i).fingerprint()));
             }
+            if (requests.isEmpty()) {
+                return;
+            }
             try {
-                claims.addAll(requests.isEmpty() ? List.of() : store.claimAll(requests));
+                List<ClaimResult> answers = store.claimAll(requests);
+                if (answers.size() != requests.size() || answers.contains(null)) {
+                    throw new IllegalStateException(
+                            "the store answered " + answers.size() + " claims for " + requests.size() + " requests");
+                }
+                claims.addAll(answers);
             } catch (StoreUnavailableException e) {
                 unavailable = e;
+            } catch (RuntimeException e) {
+                failure = e;
             }
         }
 
         void runAndComplete(Handler handler) {
             List<Completion> completions = new ArrayList<>();
             List<Integer> completing = new ArrayList<>();
-            for (int n = 0; n < claimed.size(); n++) {
-                int i = claimed.get(n);
-                StoreUnavailableException down = unavailable;
-                if (down != null) {
-                    outcomes[i] = storeUnavailable(key(i), deliveries.get(i), i, handler, down);
-                    continue;
+            // Every claim of the batch is extended from the claim round trip until its completion is recorded.
+            List<LeaseWatchdog.@Nullable Watch> watches = new ArrayList<>();
+            try {
+                for (int n = 0; n < claims.size(); n++) {
+                    watches.add(
+                            claims.get(n) instanceof ClaimResult.Acquired a
+                                    ? watch(key(claimed.get(n)), a.owner())
+                                    : null);
                 }
-                ClaimResult claim = claims.get(n);
-                if (!(claim instanceof ClaimResult.Acquired acquired)) {
-                    outcomes[i] = answerClaim(key(i), deliveries.get(i), i, claim, handler);
-                    continue;
+                for (int n = 0; n < claimed.size(); n++) {
+                    int i = claimed.get(n);
+                    outcomes[i] = handleClaimed(
+                            n, i, handler, n < watches.size() ? watches.get(n) : null, completions, completing);
                 }
-                outcomes[i] = runClaimed(key(i), deliveries.get(i), i, acquired, handler);
-                if (outcomes[i].isFinal()) {
-                    completions.add(Completion.of(
-                            key(i), acquired.owner(), outcomes[i].result().orElse(null), retention));
-                    completing.add(i);
-                }
+                completeAll(completions, completing);
+            } catch (Error crash) {
+                completeAll(completions, completing); // what was applied before the crash is recorded
+                throw crash;
+            } finally {
+                watches.forEach(w -> {
+                    if (w != null) {
+                        w.close();
+                    }
+                });
             }
-            completeAll(completions, completing);
             copyOf.forEach((copy, first) -> outcomes[copy] = outcomes[first].isFinal()
                     ? Outcome.duplicate("same key earlier in this batch, applied")
                     : Outcome.inProgress(
                             "same key earlier in this batch, not applied: " + outcomes[first].reason(), null));
         }
 
+        private Outcome handleClaimed(
+                int n,
+                int i,
+                Handler handler,
+                LeaseWatchdog.@Nullable Watch watch,
+                List<Completion> completions,
+                List<Integer> completing) {
+            StoreUnavailableException down = unavailable;
+            if (down != null) {
+                return storeUnavailable(key(i), deliveries.get(i), i, handler, down);
+            }
+            RuntimeException failed = failure;
+            if (failed != null) {
+                return storeFailed(key(i), "claimAll", failed);
+            }
+            ClaimResult claim = claims.get(n);
+            if (!(claim instanceof ClaimResult.Acquired acquired)) {
+                return answerClaim(key(i), deliveries.get(i), i, claim, handler);
+            }
+            Outcome outcome = runClaimed(key(i), deliveries.get(i), i, acquired, handler, watch);
+            if (outcome.isFinal()) {
+                completions.add(
+                        Completion.of(key(i), acquired.owner(), outcome.result().orElse(null), retention));
+                completing.add(i);
+            }
+            return outcome;
+        }
+
         private void completeAll(List<Completion> completions, List<Integer> completing) {
             if (completions.isEmpty()) {
                 return;
             }
+            List<UpdateResult> results;
             try {
-                List<UpdateResult> results = store.completeAll(completions);
-                for (int n = 0; n < completing.size(); n++) {
-                    int i = completing.get(n);
-                    outcomes[i] = completed(key(i), outcomes[i], results.get(n));
+                results = store.completeAll(completions);
+                if (results.size() != completions.size() || results.contains(null)) {
+                    throw new IllegalStateException(
+                            "the store answered " + results.size() + " completions for " + completions.size());
                 }
-            } catch (StoreUnavailableException e) {
+            } catch (RuntimeException e) {
                 for (int i : completing) {
                     outcomes[i] = completionNotRecorded(key(i), outcomes[i], e);
                 }
+                return;
+            }
+            for (int n = 0; n < completing.size(); n++) {
+                int i = completing.get(n);
+                outcomes[i] = completed(key(i), outcomes[i], results.get(n));
             }
         }
 
@@ -474,7 +593,7 @@ public final class Guard implements AutoCloseable {
             if (bound == null || bound.isNegative()) {
                 throw new ConfigurationException("waitForInProgress must be zero or positive, got " + bound);
             }
-            this.waitForInProgress = bound;
+            this.waitForInProgress = bounded("waitForInProgress", bound);
             return this;
         }
 
@@ -499,6 +618,15 @@ public final class Guard implements AutoCloseable {
         private static Duration positive(String name, Duration value) {
             if (value == null || value.isNegative() || value.isZero()) {
                 throw new ConfigurationException(name + " must be a positive duration, got " + value);
+            }
+            return bounded(name, value);
+        }
+
+        /** Refuses what would overflow the stores' and the guard's time arithmetic (e.g. ChronoUnit.FOREVER). */
+        private static Duration bounded(String name, Duration value) {
+            if (value.compareTo(MAX_SETTING) > 0) {
+                throw new ConfigurationException(name + " must be at most " + MAX_SETTING.toDays() + " days (about 100"
+                        + " years), got " + value + ": a longer one overflows the time arithmetic of the stores");
             }
             return value;
         }

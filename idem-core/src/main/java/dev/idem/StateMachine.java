@@ -40,7 +40,7 @@ public final class StateMachine {
     private final Map<String, Set<String>> reachable;
 
     private StateMachine(Builder b) {
-        this.initial = b.initial;
+        this.initial = Objects.requireNonNull(b.initial, "initial");
         this.states = Collections.unmodifiableSet(new LinkedHashSet<>(b.states));
         Map<String, Set<String>> src = new LinkedHashMap<>();
         b.sources.forEach((event, from) -> src.put(event, Collections.unmodifiableSet(new LinkedHashSet<>(from))));
@@ -67,12 +67,12 @@ public final class StateMachine {
 
     /** The states from which {@code event} applies. */
     public Set<String> sourcesOf(String event) {
-        return sources.get(known(event));
+        return Objects.requireNonNull(sources.get(known(event)));
     }
 
     /** The state {@code event} leads to. */
     public String targetOf(String event) {
-        return targets.get(known(event));
+        return Objects.requireNonNull(targets.get(known(event)));
     }
 
     /** True when {@code to} can be reached from {@code from} by one or more events. */
@@ -97,7 +97,7 @@ public final class StateMachine {
      */
     public Outcome classify(String event, @Nullable String current) {
         String target = targetOf(event);
-        Set<String> from = sources.get(event);
+        Set<String> from = sourcesOf(event);
         if (current == null) {
             return Outcome.outOfOrder(event + " arrived before the entity exists: retry until it is created");
         }

@@ -82,7 +82,7 @@ public final class InMemoryNodeIdLeaseStore implements NodeIdLeaseStore {
         synchronized (leases) {
             Lease current = leases.get(nodeId);
             UpdateResult check = check(current, owner);
-            if (check == UpdateResult.APPLIED) {
+            if (check == UpdateResult.APPLIED && current != null) {
                 leases.put(
                         nodeId,
                         new Lease(
@@ -101,7 +101,7 @@ public final class InMemoryNodeIdLeaseStore implements NodeIdLeaseStore {
         synchronized (leases) {
             Lease current = leases.get(nodeId);
             UpdateResult check = check(current, owner);
-            if (check == UpdateResult.APPLIED) {
+            if (check == UpdateResult.APPLIED && current != null) {
                 Instant mark = max(current.grantedMark(), highestIssued);
                 leases.put(nodeId, new Lease(null, clock.instant(), mark, mark));
             }

@@ -22,8 +22,8 @@ import org.jspecify.annotations.Nullable;
  * generator's clock at the start of the call, plus 90% of the lease), and the store records that reservation as the
  * node id's high-water mark before the generator may use it. The store ends the lease a full lease after it
  * received the call, later than the reservation ends, so no other generator can hold the node id while this one
- * still issues (as long as the two clocks run at the same rate). When renewals fail the reservation runs out and the
- * generator stops issuing; when the store says another owner holds the node id, the lease is lost for good.
+ * still issues (as long as the two clocks run at the same rate). When renewals fail (whatever the store throws) the
+ * renewal keeps trying every tick; if none succeeds the reservation runs out and the generator stops issuing; when the store says another owner holds the node id, the lease is lost for good.
  */
 final class NodeIdLease {
     private static final System.Logger LOG = System.getLogger(NodeIdLease.class.getName());
@@ -119,15 +119,17 @@ final class NodeIdLease {
                     space,
                     result);
             return false;
-        } catch (StoreUnavailableException e) {
-            lastFailure = e.getMessage();
+        } catch (RuntimeException e) {
+            // Any failure, not only an unavailable store: the next tick tries again, so one bug in a driver cannot
+            // stop the renewals (and with them the generator) for good.
+            lastFailure = e instanceof StoreUnavailableException ? e.getMessage() : e.toString();
             LOG.log(
                     System.Logger.Level.WARNING,
                     "node id {0} of id space {1}: renewal failed, ids stop at {2} unless a renewal succeeds: {3}",
                     grant.nodeId(),
                     space,
                     Instant.ofEpochMilli(validUntil),
-                    e.getMessage());
+                    lastFailure);
             return false;
         }
     }

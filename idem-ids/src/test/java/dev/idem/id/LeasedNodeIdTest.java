@@ -139,6 +139,82 @@ class LeasedNodeIdTest {
     }
 
     @Test
+    void renewalThatThrowsAnUnexpectedException_isAFailedRenewal_andTheNextRenewalWorks() {
+        var flaky = new FlakyRenewals(store, 1);
+        MessageIdGenerator generator = MessageIdGenerator.builder()
+                .nodeIdLease(flaky, SPACE)
+                .lease(LEASE)
+                .clock(storeClock)
+                .build();
+
+        assertThat(generator.renewLease()).isFalse();
+        storeClock.advance(REACH.plusSeconds(1));
+        assertThatThrownBy(generator::nextLong).hasMessageContaining("IllegalStateException: driver bug");
+        assertThat(generator.renewLease()).isTrue();
+        generator.nextLong();
+        generator.close();
+    }
+
+    @Test
+    @Timeout(30)
+    void backgroundRenewal_survivesARenewalThatThrows_andKeepsRenewing() throws Exception {
+        var flaky = new FlakyRenewals(InMemoryNodeIdLeaseStore.create(), 1);
+        try (MessageIdGenerator generator = MessageIdGenerator.builder()
+                .nodeIdLease(flaky, SPACE)
+                .lease(Duration.ofSeconds(1))
+                .build()) {
+            assertThat(flaky.renewed.await(10, java.util.concurrent.TimeUnit.SECONDS))
+                    .as("a renewal succeeded after the one that threw")
+                    .isTrue();
+            generator.nextLong();
+        }
+    }
+
+    /** A lease store whose first {@code failures} renewals throw a runtime exception that is not "unavailable". */
+    private static final class FlakyRenewals implements dev.idem.id.spi.NodeIdLeaseStore {
+        private final dev.idem.id.spi.NodeIdLeaseStore delegate;
+        private final java.util.concurrent.atomic.AtomicInteger failuresLeft;
+        final CountDownLatch renewed = new CountDownLatch(1);
+
+        FlakyRenewals(dev.idem.id.spi.NodeIdLeaseStore delegate, int failures) {
+            this.delegate = delegate;
+            this.failuresLeft = new java.util.concurrent.atomic.AtomicInteger(failures);
+        }
+
+        @Override
+        public java.util.Optional<dev.idem.id.spi.NodeIdGrant> acquire(
+                String space, String owner, int maxNodeId, Duration lease, Instant reservedUntil) {
+            return delegate.acquire(space, owner, maxNodeId, lease, reservedUntil);
+        }
+
+        @Override
+        public dev.idem.spi.UpdateResult renew(
+                String space, int nodeId, String owner, Duration lease, Instant reservedUntil) {
+            if (failuresLeft.getAndDecrement() > 0) {
+                throw new IllegalStateException("driver bug");
+            }
+            dev.idem.spi.UpdateResult result = delegate.renew(space, nodeId, owner, lease, reservedUntil);
+            renewed.countDown();
+            return result;
+        }
+
+        @Override
+        public dev.idem.spi.UpdateResult release(String space, int nodeId, String owner, Instant highestIssued) {
+            return delegate.release(space, nodeId, owner, highestIssued);
+        }
+
+        @Override
+        public String describe() {
+            return "flaky(" + delegate.describe() + ")";
+        }
+
+        @Override
+        public void close() {
+            delegate.close();
+        }
+    }
+
+    @Test
     void lapsedLeaseTakenByAnotherGenerator_isLostForGood_andTheNewHolderIssuesAboveIt() {
         MessageIdGenerator first = leased(storeClock, MessageIdFormat.defaults());
         long[] firstIds = {first.nextLong(), first.nextLong()};

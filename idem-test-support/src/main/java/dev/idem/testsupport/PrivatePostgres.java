@@ -243,7 +243,9 @@ final class PrivatePostgres extends PrivateServer {
 
     private static int majorVersion(Path bin) {
         try {
-            return Integer.parseInt(bin.getParent().getFileName().toString());
+            Path versionDir = bin.getParent();
+            Path version = versionDir == null ? null : versionDir.getFileName();
+            return version == null ? -1 : Integer.parseInt(version.toString());
         } catch (NumberFormatException e) {
             return -1;
         }

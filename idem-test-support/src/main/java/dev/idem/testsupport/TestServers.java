@@ -81,7 +81,7 @@ public final class TestServers {
     static Server find(
             String name, String envVar, @Nullable String configured, String defaultUrl, @Nullable Fallback fallback) {
         boolean fromEnv = configured != null && !configured.isBlank();
-        String url = fromEnv ? configured : defaultUrl;
+        String url = configured != null && fromEnv ? configured : defaultUrl;
         URI uri = URI.create(url.startsWith("jdbc:") ? url.substring(5) : url);
         String host = uri.getHost();
         int port = uri.getPort();

@@ -402,6 +402,32 @@ public abstract class IdempotencyStoreContract {
         }
     }
 
+    /** An {@link Error} is a crash: the claim stays until its lease ends, and the redelivery then takes it over. */
+    @Test
+    void guard_handlerCrashingWithAnError_keepsTheClaim_andTheRedeliveryTakesOverAfterTheLease() {
+        try (Guard guard = guard()) {
+            AtomicInteger charges = new AtomicInteger();
+
+            assertThatThrownBy(() -> guard.run("pay-1", () -> {
+                        charges.incrementAndGet();
+                        throw new StackOverflowError("simulated crash after the charge");
+                    }))
+                    .isInstanceOf(StackOverflowError.class);
+            Outcome whileLeased = guard.run("pay-1", charges::incrementAndGet);
+            clock.advance(LEASE.plusSeconds(1));
+            List<Boolean> tookOver = new CopyOnWriteArrayList<>();
+            Outcome afterLease = guard.handle(Delivery.of("pay-1"), ctx -> {
+                tookOver.add(ctx.tookOver());
+                return Outcome.processed();
+            });
+
+            assertThat(whileLeased.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
+            assertThat(afterLease.type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(tookOver).as("taken over, never a fresh claim").containsExactly(true);
+            assertThat(charges).hasValue(1);
+        }
+    }
+
     @Test
     void guard_sameKeyWithOtherPayload_isRejected() {
         try (Guard guard = guard()) {

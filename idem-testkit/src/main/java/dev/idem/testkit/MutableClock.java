@@ -5,14 +5,13 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.ZoneId;
 import java.time.ZoneOffset;
-import java.util.concurrent.atomic.AtomicReference;
 
 /** A clock that stands still until a test moves it. Thread-safe. */
 public final class MutableClock extends Clock {
-    private final AtomicReference<Instant> now;
+    private volatile Instant now;
 
     private MutableClock(Instant start) {
-        this.now = new AtomicReference<>(start);
+        this.now = start;
     }
 
     public static MutableClock at(Instant start) {
@@ -24,17 +23,17 @@ public final class MutableClock extends Clock {
         return new MutableClock(Instant.ofEpochMilli(System.currentTimeMillis()));
     }
 
-    public void advance(Duration d) {
-        now.updateAndGet(t -> t.plus(d));
+    public synchronized void advance(Duration d) {
+        now = now.plus(d);
     }
 
-    public void set(Instant instant) {
-        now.set(instant);
+    public synchronized void set(Instant instant) {
+        now = instant;
     }
 
     @Override
     public Instant instant() {
-        return now.get();
+        return now;
     }
 
     @Override

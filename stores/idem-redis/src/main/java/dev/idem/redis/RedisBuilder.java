@@ -4,8 +4,10 @@ import dev.idem.ConfigurationException;
 import dev.idem.StoreUnavailableException;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
+import io.lettuce.core.cluster.RedisClusterClient;
 import java.time.Clock;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
@@ -17,15 +19,28 @@ import org.jspecify.annotations.Nullable;
 public abstract class RedisBuilder<B extends RedisBuilder<B>> {
     private static final Pattern PREFIX = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
 
-    final @Nullable RedisURI uri;
-    final @Nullable RedisClient client;
+    private final @Nullable RedisURI uri;
+    private final @Nullable RedisClient client;
+    private final @Nullable List<RedisURI> clusterSeeds;
+    private final @Nullable RedisClusterClient clusterClient;
     String prefix = "idem";
     Clock clock = Clock.systemUTC();
+    boolean clockSet;
     Duration commandTimeout = Duration.ofSeconds(2);
 
     RedisBuilder(@Nullable RedisURI uri, @Nullable RedisClient client) {
         this.uri = uri;
         this.client = client;
+        this.clusterSeeds = null;
+        this.clusterClient = null;
+    }
+
+    /** A builder for a Redis Cluster: seed nodes for a client the store creates, or the caller's client. */
+    RedisBuilder(@Nullable List<RedisURI> clusterSeeds, @Nullable RedisClusterClient clusterClient) {
+        this.uri = null;
+        this.client = null;
+        this.clusterSeeds = clusterSeeds == null ? null : List.copyOf(clusterSeeds);
+        this.clusterClient = clusterClient;
     }
 
     /**
@@ -45,6 +60,7 @@ public abstract class RedisBuilder<B extends RedisBuilder<B>> {
     /** The clock that decides when leases and records end. Default: the system UTC clock. */
     public B clock(Clock clock) {
         this.clock = Objects.requireNonNull(clock, "clock");
+        this.clockSet = true;
         return self();
     }
 
@@ -57,17 +73,29 @@ public abstract class RedisBuilder<B extends RedisBuilder<B>> {
         return self();
     }
 
-    /** Makes a store from a client: the caller's (never shut down by the store) or one created from the URI. */
+    /** Makes a store from a client: the caller's (never shut down by the store) or one created from the URIs. */
     interface StoreFactory<T> {
-        T create(RedisClient client, boolean ownsClient, String description);
+        T create(RedisLink.Endpoint endpoint, boolean ownsClient, String description);
     }
 
     <T> T buildWith(StoreFactory<T> factory) {
         if (client != null) {
-            return factory.create(client, false, "redis (caller's client)");
+            return factory.create(new RedisLink.Standalone(client), false, "redis (caller's client)");
+        }
+        if (clusterClient != null) {
+            return factory.create(new RedisLink.Cluster(clusterClient), false, "redis cluster (caller's client)");
+        }
+        if (clusterSeeds != null) {
+            return factory.create(
+                    new RedisLink.Cluster(RedisLink.createClusterClient(clusterSeeds, commandTimeout)),
+                    true,
+                    "redis cluster " + RedisLink.where(clusterSeeds.get(0)));
         }
         RedisURI u = Objects.requireNonNull(uri);
-        return factory.create(RedisLink.createClient(u, commandTimeout), true, "redis " + RedisLink.where(u));
+        return factory.create(
+                new RedisLink.Standalone(RedisLink.createClient(u, commandTimeout)),
+                true,
+                "redis " + RedisLink.where(u));
     }
 
     static Duration positive(String name, Duration value) {

@@ -13,32 +13,102 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.RedisAsyncCommands;
+import io.lettuce.core.api.async.RedisKeyAsyncCommands;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.models.partitions.RedisClusterNode;
 import io.lettuce.core.codec.ByteArrayCodec;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.resource.Delay;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A store's connection to Redis: opened on first use, shared by every thread, closed with the store (and the client
- * with it when the store created the client). Scripts go by SHA, their source re-sent once when the server lost its
+ * A store's connection to Redis (standalone, Sentinel-managed or a Cluster): opened on first use, shared by every
+ * thread, closed with the store (and the client with it when the store created the client). Scripts go by SHA, their source re-sent once when the server lost its
  * script cache; every failure and every wait longer than the command timeout becomes a {@link
  * StoreUnavailableException}. Thread-safe.
  */
 final class RedisLink {
-    private final RedisClient client;
+    /** The longest wait between two reconnection attempts of a client the store created. */
+    static final Duration RECONNECT_CAP = Duration.ofSeconds(1);
+
+    private final Endpoint endpoint;
     private final boolean ownsClient;
     private final Duration commandTimeout;
     private final String description;
     private final Object connectLock = new Object();
-    private volatile @Nullable StatefulRedisConnection<byte[], byte[]> connection;
+    private volatile @Nullable Connected connection;
     private volatile boolean closed;
 
-    RedisLink(RedisClient client, boolean ownsClient, Duration commandTimeout, String description) {
-        this.client = client;
+    /** The client a link connects with: a standalone or Sentinel client, or a Cluster client. */
+    sealed interface Endpoint {
+        Connected connect();
+
+        void shutdown();
+    }
+
+    record Standalone(RedisClient client) implements Endpoint {
+        @Override
+        public Connected connect() {
+            StatefulRedisConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
+            return new Connected(c, c.async(), () -> List.of(c.async()));
+        }
+
+        @Override
+        public void shutdown() {
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            client.getResources().shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Scripts go to the master of their first key's slot; a scan visits every live master that serves slots. */
+    record Cluster(RedisClusterClient client) implements Endpoint {
+        @Override
+        public Connected connect() {
+            StatefulRedisClusterConnection<byte[], byte[]> c = client.connect(ByteArrayCodec.INSTANCE);
+            return new Connected(c, c.async(), () -> servingMasters(c));
+        }
+
+        private static List<RedisKeyAsyncCommands<byte[], byte[]>> servingMasters(
+                StatefulRedisClusterConnection<byte[], byte[]> c) {
+            List<RedisKeyAsyncCommands<byte[], byte[]>> masters = new ArrayList<>();
+            for (RedisClusterNode node : c.getPartitions()) {
+                if (node.is(RedisClusterNode.NodeFlag.UPSTREAM)
+                        && !node.is(RedisClusterNode.NodeFlag.FAIL)
+                        && !node.getSlots().isEmpty()) {
+                    masters.add(c.getConnection(node.getNodeId()).async());
+                }
+            }
+            return masters;
+        }
+
+        @Override
+        public void shutdown() {
+            client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+            client.getResources().shutdown(0, 2, TimeUnit.SECONDS);
+        }
+    }
+
+    /** An open connection, its scripting commands, and the servers a scan of every key must visit. */
+    record Connected(
+            StatefulConnection<byte[], byte[]> connection,
+            RedisScriptingAsyncCommands<byte[], byte[]> scripts,
+            Supplier<List<RedisKeyAsyncCommands<byte[], byte[]>>> scanTargets) {}
+
+    RedisLink(Endpoint endpoint, boolean ownsClient, Duration commandTimeout, String description) {
+        this.endpoint = endpoint;
         this.ownsClient = ownsClient;
         this.commandTimeout = commandTimeout;
         this.description = description;
@@ -60,13 +130,47 @@ final class RedisLink {
      * every command wait at most {@code commandTimeout}.
      */
     static RedisClient createClient(RedisURI uri, Duration commandTimeout) {
-        RedisClient created = RedisClient.create(uri);
-        created.setOptions(ClientOptions.builder()
+        RedisClient created = RedisClient.create(resources(), uri);
+        created.setOptions(options(commandTimeout));
+        return created;
+    }
+
+    /**
+     * Resources for a client the store owns (shut down with it): reconnection attempts at most {@link
+     * #RECONNECT_CAP} apart, so that a store is back within a fraction of the default arming delay after Redis
+     * returns (Lettuce's default backs off to 30 s).
+     */
+    private static ClientResources resources() {
+        return DefaultClientResources.builder()
+                .reconnectDelay(Delay.exponential(Duration.ofMillis(1), RECONNECT_CAP, 2, TimeUnit.MILLISECONDS))
+                .build();
+    }
+
+    private static ClientOptions options(Duration commandTimeout) {
+        return ClientOptions.builder()
                 .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                 .socketOptions(
                         SocketOptions.builder().connectTimeout(commandTimeout).build())
                 .timeoutOptions(TimeoutOptions.enabled(commandTimeout))
                 .maintNotificationsConfig(MaintNotificationsConfig.disabled())
+                .build();
+    }
+
+    /**
+     * A Cluster client for a store to own, with the same timeouts as {@link #createClient}, that re-reads the
+     * topology at once (at most every second) when a node stops answering or redirects, and every 30 s anyway, so
+     * that it follows a failover.
+     */
+    @SuppressWarnings("deprecation") // the reconnect-attempts trigger is what notices a master that died
+    static RedisClusterClient createClusterClient(List<RedisURI> seeds, Duration commandTimeout) {
+        RedisClusterClient created = RedisClusterClient.create(resources(), seeds);
+        created.setOptions(ClusterClientOptions.builder(options(commandTimeout))
+                .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder()
+                        .enableAllAdaptiveRefreshTriggers()
+                        .adaptiveRefreshTriggersTimeout(Duration.ofSeconds(1))
+                        .refreshTriggersReconnectAttempts(1)
+                        .enablePeriodicRefresh(Duration.ofSeconds(30))
+                        .build())
                 .build());
         return created;
     }
@@ -102,7 +206,7 @@ final class RedisLink {
 
     /** Sends {@code script} now (without waiting, so that several calls share a round trip). */
     <T> Call<T> call(Script script, ScriptOutputType type, byte[][] keys, byte[][] args) {
-        RedisAsyncCommands<byte[], byte[]> commands = commands();
+        RedisScriptingAsyncCommands<byte[], byte[]> commands = connected().scripts();
         RedisFuture<T> bySha = commands.evalsha(script.sha(), type, keys, args);
         return new Call<>(bySha, () -> commands.eval(script.source(), type, keys, args));
     }
@@ -115,10 +219,19 @@ final class RedisLink {
         }
     }
 
-    RedisAsyncCommands<byte[], byte[]> commands() {
-        StatefulRedisConnection<byte[], byte[]> c = connection;
+    /** Key commands on each server that holds keys (one, or every live master of a Cluster), for a scan. */
+    List<RedisKeyAsyncCommands<byte[], byte[]>> scanTargets() {
+        try {
+            return connected().scanTargets().get();
+        } catch (RedisException e) {
+            throw new StoreUnavailableException(description, e.getClass().getSimpleName() + ": " + e.getMessage(), e);
+        }
+    }
+
+    private Connected connected() {
+        Connected c = connection;
         if (c != null) {
-            return c.async();
+            return c;
         }
         synchronized (connectLock) {
             if (closed) {
@@ -126,14 +239,14 @@ final class RedisLink {
             }
             if (connection == null) {
                 try {
-                    StatefulRedisConnection<byte[], byte[]> opened = client.connect(ByteArrayCodec.INSTANCE);
-                    opened.setTimeout(commandTimeout);
+                    Connected opened = endpoint.connect();
+                    opened.connection().setTimeout(commandTimeout);
                     connection = opened;
                 } catch (RedisException e) {
                     throw new StoreUnavailableException(description, "cannot connect: " + e.getMessage(), e);
                 }
             }
-            return Objects.requireNonNull(connection).async();
+            return Objects.requireNonNull(connection);
         }
     }
 
@@ -144,13 +257,13 @@ final class RedisLink {
                 return;
             }
             closed = true;
-            StatefulRedisConnection<byte[], byte[]> c = connection;
+            Connected c = connection;
             connection = null;
             if (c != null) {
-                c.close();
+                c.connection().close();
             }
             if (ownsClient) {
-                client.shutdown(Duration.ZERO, Duration.ofSeconds(2));
+                endpoint.shutdown();
             }
         }
     }

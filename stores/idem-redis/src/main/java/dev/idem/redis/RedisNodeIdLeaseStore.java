@@ -47,11 +47,11 @@ public final class RedisNodeIdLeaseStore implements NodeIdLeaseStore {
     private final String description;
     private final RedisLink link;
 
-    private RedisNodeIdLeaseStore(Builder b, RedisClient client, boolean ownsClient, String description) {
+    private RedisNodeIdLeaseStore(Builder b, RedisLink.Endpoint endpoint, boolean ownsClient, String description) {
         this.prefix = b.prefix;
         this.clock = b.clock;
         this.description = description + " prefix '" + b.prefix + "'";
-        this.link = new RedisLink(client, ownsClient, b.commandTimeout, this.description);
+        this.link = new RedisLink(endpoint, ownsClient, b.commandTimeout, this.description);
     }
 
     /**
@@ -169,7 +169,8 @@ public final class RedisNodeIdLeaseStore implements NodeIdLeaseStore {
         }
 
         public RedisNodeIdLeaseStore build() {
-            return buildWith((client, owns, description) -> new RedisNodeIdLeaseStore(this, client, owns, description));
+            return buildWith(
+                    (endpoint, owns, description) -> new RedisNodeIdLeaseStore(this, endpoint, owns, description));
         }
     }
 }

@@ -1,5 +1,16 @@
 package dev.idem.redis;
 
+import static dev.idem.redis.Codec.at;
+import static dev.idem.redis.Codec.instant;
+import static dev.idem.redis.Codec.list;
+import static dev.idem.redis.Codec.millis;
+import static dev.idem.redis.Codec.number;
+import static dev.idem.redis.Codec.optional;
+import static dev.idem.redis.Codec.optionalBytes;
+import static dev.idem.redis.Codec.optionalText;
+import static dev.idem.redis.Codec.text;
+import static dev.idem.redis.Codec.utf8;
+
 import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
@@ -8,17 +19,18 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.internal.SafeListener;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
+import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
 import io.lettuce.core.KeyScanCursor;
-import io.lettuce.core.KeyValue;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScanArgs;
 import io.lettuce.core.ScanCursor;
 import io.lettuce.core.ScriptOutputType;
-import java.nio.charset.StandardCharsets;
+import io.lettuce.core.api.async.RedisKeyAsyncCommands;
+import io.lettuce.core.cluster.RedisClusterClient;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -34,13 +46,14 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A lease store in Redis (standalone or Sentinel-managed), on Lettuce. Every operation is one atomic step on the
- * server: one Lua script (sent by SHA, its source re-sent when the server has lost its script cache) or one command.
+ * A lease store in Redis: standalone, Sentinel-managed or a Redis Cluster, on Lettuce. Every operation is one atomic
+ * step on the server: one Lua script (sent by SHA, its source re-sent when the server has lost its script cache).
  *
  * <pre>{@code
  * try (RedisStore store = RedisStore.builder("redis://127.0.0.1:6379").prefix("idem").build()) {
@@ -51,10 +64,15 @@ import org.jspecify.annotations.Nullable;
  *
  * <p><b>Records.</b> A key is one Redis hash {@code {prefix:namespace}:r:<stored key>} holding its state ({@code
  * PROCESSING}/{@code DONE}), owner token, fencing token, deadline (lease end or retention end), fingerprint and
- * result. The deadline is computed from the store's {@link Clock} and decides; the Redis TTL (deadline plus {@link
- * Builder#expiryMargin}) only collects garbage. Fencing tokens come from the counter {@code {prefix:namespace}:fence},
- * which only grows; when it is missing (first use, or lost) it starts at the clock's milliseconds × 1000, above every
- * token handed out before as long as the namespace averaged fewer than 1000 claims per millisecond.
+ * result. The deadline is computed from the store's {@link Clock}, or from the server's {@code TIME} with {@link
+ * Builder#useServerClock}, and decides; the Redis TTL (deadline plus {@link Builder#expiryMargin}) only collects
+ * garbage.
+ *
+ * <p><b>Fencing tokens</b> come from the counter {@code {prefix:namespace}:fence}: a claim hands out {@code
+ * max(counter, server milliseconds × 1000) + 1}. On one server they only grow; after a restart or a failover that lost
+ * the last claims, the server-time floor keeps them above every token handed out before, as long as the server clocks
+ * agree to within the outage and the namespace averaged fewer than 1000 claims per millisecond. {@link #rearm()}
+ * raises the counter to at least the highest token the re-arming store has seen.
  *
  * <p><b>Cluster slots.</b> All keys of a namespace share the hash tag {@code {prefix:namespace}}, so one namespace
  * lives in one Redis Cluster slot (one shard) and a batch claim of that namespace is one script. Load spreads across
@@ -65,35 +83,46 @@ import org.jspecify.annotations.Nullable;
  * every claim script checks it atomically: when it is missing or was replaced, the claim fails closed with {@link
  * MarksLostException} (a {@link StoreUnavailableException}, so a {@code Guard} answers {@code IN_PROGRESS}, retry
  * later) and the listener gets {@link IdempotencyEvent.Type#MARKS_LOST}, on every store sharing the prefix, until an operator
- * calls {@link #rearm()} (or the {@link MarkLossPolicy} re-arms after a delay). A store that first meets a namespace
- * after the loss, with no earlier store of that namespace left running, cannot tell an empty Redis from a new one.
+ * calls {@link #rearm()} (or the {@link MarkLossPolicy} re-arms after a delay). A store that finds a namespace empty
+ * does not arm it at once: it marks it "arming" and waits {@link Builder#armingDelay}, while every store checks the
+ * namespaces it uses every third of that delay; a live store that knew the namespace sees the arming, takes it for a
+ * loss, and the waiting store fails closed too. With no such store alive, an empty Redis cannot be told from a new
+ * one.
  *
- * <p>Thread-safe; its settings are immutable. It connects on first use, and {@link #close()} closes the connection,
- * and the client only when the store created it.
+ * <p>Thread-safe; its settings are immutable. It connects on first use, and {@link #close()} stops its namespace
+ * checks and closes the connection, and the client only when the store created it.
  */
 public final class RedisStore implements IdempotencyStore {
     private static final System.Logger LOG = System.getLogger(RedisStore.class.getName());
     private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+    private static final Pattern ARMED_EPOCH = Pattern.compile("\\d+:.*");
     private static final int BATCH_CHUNK = 256;
-    private static final byte[] NONE = {'-'};
 
     private final RedisLink link;
     private final String prefix;
     private final Clock clock;
+    private final boolean serverClock;
     private final Duration expiryMargin;
+    private final Duration armingDelay;
+    private final Duration commandTimeout;
     private final MarkLossPolicy markLossPolicy;
     private final IdempotencyListener listener;
     private final String description;
-    private final ConcurrentHashMap<String, Witness> witnesses = new ConcurrentHashMap<>();
+    private final Witnesses witnesses = new Witnesses();
+    private final @Nullable ScheduledThreadPoolExecutor namespaceChecks;
 
-    private RedisStore(Builder b, RedisClient client, boolean ownsClient, String description) {
+    private RedisStore(Builder b, RedisLink.Endpoint endpoint, boolean ownsClient, String description) {
         this.prefix = b.prefix;
         this.clock = b.clock;
+        this.serverClock = b.serverClock;
         this.expiryMargin = b.expiryMargin;
+        this.armingDelay = b.armingDelay;
+        this.commandTimeout = b.commandTimeout;
         this.markLossPolicy = b.markLossPolicy;
         this.listener = new SafeListener(b.listener);
         this.description = description + " prefix '" + b.prefix + "'";
-        this.link = new RedisLink(client, ownsClient, b.commandTimeout, this.description);
+        this.link = new RedisLink(endpoint, ownsClient, b.commandTimeout, this.description);
+        this.namespaceChecks = armingDelay.isZero() ? null : startNamespaceChecks();
     }
 
     /**
@@ -110,6 +139,23 @@ public final class RedisStore implements IdempotencyStore {
         return new Builder(null, Objects.requireNonNull(client, "client"));
     }
 
+    /**
+     * A builder for a store on a Redis Cluster that creates (and on {@link #close()} shuts down) its own cluster
+     * client from one or more seed nodes, e.g. {@code redis://10.0.0.1:7000}; the client follows failovers and slot
+     * moves by re-reading the topology.
+     */
+    public static Builder clusterBuilder(String... seedUris) {
+        if (seedUris.length == 0) {
+            throw new ConfigurationException("a Redis Cluster needs at least one seed node, e.g. redis://host:7000");
+        }
+        return new Builder(Arrays.stream(seedUris).map(RedisLink::parse).toList(), null);
+    }
+
+    /** A builder for a store on a Redis Cluster client the caller owns: the store never shuts it down. */
+    public static Builder builder(RedisClusterClient client) {
+        return new Builder(null, Objects.requireNonNull(client, "client"));
+    }
+
     @Override
     public ClaimResult claim(ClaimRequest request) {
         return claimAll(List.of(request)).get(0);
@@ -119,6 +165,7 @@ public final class RedisStore implements IdempotencyStore {
      * Claims every key in one round trip: one script per namespace (and per {@value #BATCH_CHUNK} keys), all sent
      * at once. When marks are lost in any namespace of the batch, throws {@link MarksLostException}; claims already
      * made in other namespaces then belong to the caller, who gets them back by claiming again with the same owner.
+     * The first claim of a namespace found empty waits {@link Builder#armingDelay} (see the class comment).
      */
     @Override
     public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
@@ -126,135 +173,201 @@ public final class RedisStore implements IdempotencyStore {
         if (requests.isEmpty()) {
             return List.of();
         }
+        ClaimResult[] results = new ClaimResult[requests.size()];
+        List<Chunk> pending = chunks(requests);
+        long giveUpArming = System.nanoTime()
+                + armingDelay.multipliedBy(2).plus(commandTimeout).toNanos();
+        for (boolean firstRound = true; !pending.isEmpty(); firstRound = false) {
+            Instant now = clock.instant();
+            List<RedisLink.Call<List<Object>>> calls = new ArrayList<>(pending.size());
+            for (Chunk chunk : pending) {
+                calls.add(claimCall(chunk.namespace(), chunk.of(requests), now));
+            }
+            List<Chunk> again = new ArrayList<>();
+            long armingLeft = 0;
+            MarksLostException lost = null;
+            for (int c = 0; c < calls.size(); c++) {
+                Chunk chunk = pending.get(c);
+                List<Object> reply = calls.get(c).await();
+                switch (text(reply.get(0))) {
+                    case "OK" -> accept(chunk, reply, requests, results);
+                    case "ARMING" -> {
+                        again.add(chunk);
+                        armingLeft = Math.max(armingLeft, number(reply.get(1)));
+                    }
+                    default -> {
+                        String marker = text(reply.get(1));
+                        if (firstRound && rearmedByPolicy(chunk.namespace(), marker, instant(reply.get(3)))) {
+                            again.add(chunk);
+                        } else if (lost == null) {
+                            lost = marksLost(chunk.namespace(), marker);
+                        }
+                    }
+                }
+            }
+            if (lost != null) {
+                throw lost;
+            }
+            if (armingLeft > 0) {
+                awaitArming(armingLeft, giveUpArming);
+            }
+            pending = again;
+        }
+        return Arrays.asList(results);
+    }
+
+    /** Up to {@value #BATCH_CHUNK} request indexes of one namespace, in key order. */
+    private record Chunk(String namespace, List<Integer> indexes) {
+        List<ClaimRequest> of(List<ClaimRequest> requests) {
+            return indexes.stream().map(requests::get).toList();
+        }
+    }
+
+    private static List<Chunk> chunks(List<ClaimRequest> requests) {
         Map<String, List<Integer>> byNamespace = new LinkedHashMap<>();
         for (int i = 0; i < requests.size(); i++) {
             byNamespace
                     .computeIfAbsent(requests.get(i).key().namespace(), ns -> new ArrayList<>())
                     .add(i);
         }
-        ClaimResult[] results = new ClaimResult[requests.size()];
-        for (int attempt = 0; ; attempt++) {
-            List<Map.Entry<String, List<Integer>>> pending = new ArrayList<>();
-            for (Map.Entry<String, List<Integer>> group : byNamespace.entrySet()) {
-                List<Integer> sorted = new ArrayList<>(group.getValue());
-                sorted.sort(Comparator.comparing(i -> requests.get(i).key().storageId()));
-                for (int from = 0; from < sorted.size(); from += BATCH_CHUNK) {
-                    pending.add(Map.entry(
-                            group.getKey(), sorted.subList(from, Math.min(sorted.size(), from + BATCH_CHUNK))));
-                }
+        List<Chunk> chunks = new ArrayList<>();
+        for (Map.Entry<String, List<Integer>> group : byNamespace.entrySet()) {
+            List<Integer> sorted = new ArrayList<>(group.getValue());
+            sorted.sort(Comparator.comparing(i -> requests.get(i).key().storageId()));
+            for (int from = 0; from < sorted.size(); from += BATCH_CHUNK) {
+                chunks.add(new Chunk(
+                        group.getKey(),
+                        List.copyOf(sorted.subList(from, Math.min(sorted.size(), from + BATCH_CHUNK)))));
             }
-            Instant now = clock.instant();
-            List<RedisLink.Call<List<Object>>> calls = new ArrayList<>();
-            for (Map.Entry<String, List<Integer>> chunk : pending) {
-                calls.add(claimCall(chunk.getKey(), chunk.getValue(), requests, now));
-            }
-            MarksLostException lost = null;
-            Set<String> rearmed = new HashSet<>();
-            for (int c = 0; c < calls.size(); c++) {
-                String namespace = pending.get(c).getKey();
-                List<Integer> indexes = pending.get(c).getValue();
-                List<Object> reply = calls.get(c).await();
-                if (text(reply.get(0)).equals("LOST")) {
-                    String marker = text(reply.get(1));
-                    if (attempt == 0 && rearmedByPolicy(namespace, marker, now)) {
-                        rearmed.add(namespace);
-                    } else if (lost == null) {
-                        lost = marksLost(namespace, marker);
-                    }
-                    continue;
-                }
-                long highest = 0;
-                for (int j = 0; j < indexes.size(); j++) {
-                    int i = indexes.get(j);
-                    results[i] = claimResult(requests.get(i), list(reply.get(2 + j)));
-                    if (results[i] instanceof ClaimResult.Acquired acquired) {
-                        highest = Math.max(highest, acquired.fencingToken());
-                    }
-                }
-                witnessed(namespace, text(reply.get(1)), highest);
-            }
-            if (lost != null) {
-                throw lost;
-            }
-            if (rearmed.isEmpty()) {
-                return Arrays.asList(results);
-            }
-            byNamespace.keySet().retainAll(rearmed);
         }
+        return chunks;
     }
 
-    private RedisLink.Call<List<Object>> claimCall(
-            String namespace, List<Integer> indexes, List<ClaimRequest> requests, Instant now) {
+    private void accept(Chunk chunk, List<Object> reply, List<ClaimRequest> requests, ClaimResult[] results) {
+        long highest = 0;
+        for (int j = 0; j < chunk.indexes().size(); j++) {
+            int i = chunk.indexes().get(j);
+            results[i] = claimResult(requests.get(i), list(reply.get(3 + j)));
+            if (results[i] instanceof ClaimResult.Acquired acquired) {
+                highest = Math.max(highest, acquired.fencingToken());
+            }
+        }
+        witnesses.saw(chunk.namespace(), text(reply.get(1)), highest);
+    }
+
+    /** Sends the claim script for {@code claims} of one namespace; with no claims it only checks the namespace. */
+    private RedisLink.Call<List<Object>> claimCall(String namespace, List<ClaimRequest> claims, Instant now) {
         Keys keys = new Keys(prefix, namespace);
-        byte[][] k = new byte[2 + indexes.size()][];
-        byte[][] a = new byte[6 + 3 * indexes.size()][];
+        Witnesses.Witness witness = witnesses.of(namespace);
+        byte[][] k = new byte[2 + claims.size()][];
+        byte[][] a = new byte[6 + 3 * claims.size()][];
         k[0] = keys.epoch();
         k[1] = keys.fence();
-        String expected = witness(namespace).epoch();
-        a[0] = utf8(expected);
-        a[1] = utf8(expected.isEmpty() ? "0:" + UUID.randomUUID() : "");
-        a[2] = millis(now);
-        a[3] = utf8(Long.toString(Math.multiplyExact(now.toEpochMilli(), 1000L)));
-        a[4] = utf8(Long.toString(expiryMargin.toMillis()));
-        a[5] = utf8(Long.toString(witness(namespace).token()));
-        for (int j = 0; j < indexes.size(); j++) {
-            ClaimRequest r = requests.get(indexes.get(j));
+        a[0] = utf8(witness.epoch());
+        a[1] = utf8(witness.epoch().isEmpty() ? UUID.randomUUID().toString() : "");
+        a[2] = now(now);
+        a[3] = number(expiryMargin.toMillis());
+        a[4] = number(witness.token());
+        a[5] = number(armingDelay.toMillis());
+        for (int j = 0; j < claims.size(); j++) {
+            ClaimRequest r = claims.get(j);
             k[2 + j] = keys.record(r.key());
             a[6 + 3 * j] = utf8(r.owner());
             a[7 + 3 * j] = optional(r.fingerprint() == null ? null : utf8(r.fingerprint()));
-            a[8 + 3 * j] = utf8(Long.toString(r.lease().toMillis()));
+            a[8 + 3 * j] = number(r.lease().toMillis());
         }
         return link.call(Script.CLAIM, ScriptOutputType.MULTI, k, a);
     }
 
-    /**
-     * What this store last saw of a namespace: its epoch, and the highest fencing token it handed out under that epoch
-     * (a counter found below it later means Redis lost writes, e.g. in a failover).
-     */
-    private record Witness(String epoch, long token) {}
-
-    private Witness witness(String namespace) {
-        return witnesses.getOrDefault(namespace, new Witness("", 0));
-    }
-
-    private void witnessed(String namespace, String epoch, long token) {
-        Witness known = witnesses.get(namespace);
-        if (known != null && known.epoch().equals(epoch) && known.token() >= token) {
-            return; // nothing new (a duplicate, or a token below one seen): no write to the shared map
-        }
-        witnesses.merge(
-                namespace,
-                new Witness(epoch, token),
-                (old, seen) -> old.epoch().equals(seen.epoch())
-                        ? new Witness(old.epoch(), Math.max(old.token(), seen.token()))
-                        : seen);
+    /** "Now" as the scripts take it: the store's clock, or {@code ""} for the server's. */
+    private byte[] now(Instant now) {
+        return serverClock ? new byte[0] : millis(now);
     }
 
     private static ClaimResult claimResult(ClaimRequest request, List<Object> r) {
         return switch (text(r.get(0))) {
             case "C" -> new ClaimResult.Claimed(request.owner(), number(r.get(1)), instant(r.get(2)));
             case "T" -> new ClaimResult.TakenOver(request.owner(), number(r.get(1)), instant(r.get(2)), text(r.get(3)));
-            case "I" -> new ClaimResult.InProgress(text(r.get(1)), instant(r.get(2)), textOrNull(at(r, 3)));
+            case "I" -> new ClaimResult.InProgress(text(r.get(1)), instant(r.get(2)), optionalText(at(r, 3)));
             case "D" ->
-                new ClaimResult.Done(instant(r.get(1)), instant(r.get(2)), textOrNull(at(r, 3)), bytes(at(r, 4)));
+                new ClaimResult.Done(
+                        instant(r.get(1)), instant(r.get(2)), optionalText(at(r, 3)), optionalBytes(at(r, 4)));
             default -> throw new IllegalStateException("unexpected claim reply " + r.get(0));
         };
     }
 
+    /** Waits for a namespace that another claim found empty to be armed, or gives up when that takes too long. */
+    private void awaitArming(long millisLeft, long giveUpNanos) {
+        if (System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(millisLeft) > giveUpNanos) {
+            throw new StoreUnavailableException(
+                    description,
+                    "a namespace stays in its arming delay (" + armingDelay + ") longer than expected: another store"
+                            + " with a longer armingDelay is arming it; retry later",
+                    null);
+        }
+        try {
+            Thread.sleep(millisLeft + 1);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new StoreUnavailableException(description, "interrupted while a namespace was being armed", e);
+        }
+    }
+
+    private ScheduledThreadPoolExecutor startNamespaceChecks() {
+        ScheduledThreadPoolExecutor checks = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "idem-redis-namespace-checks-" + prefix);
+            t.setDaemon(true);
+            return t;
+        });
+        long period = Math.max(1, armingDelay.toMillis() / 3);
+        checks.scheduleWithFixedDelay(this::checkNamespaces, period, period, TimeUnit.MILLISECONDS);
+        return checks;
+    }
+
+    /**
+     * Checks every namespace this store has used: a sentinel gone, replaced or being armed afresh, or a fencing
+     * counter below a token this store handed out, is a loss, reported once by the check that finds it. Survives any
+     * exception (the next check runs anyway).
+     */
+    private void checkNamespaces() {
+        Instant now = clock.instant();
+        for (String namespace : witnesses.namespaces()) {
+            try {
+                List<Object> reply = claimCall(namespace, List.of(), now).await();
+                switch (text(reply.get(0))) {
+                    case "OK" -> witnesses.saw(namespace, text(reply.get(1)), 0);
+                    case "LOST" -> {
+                        if (number(reply.get(2)) == 1) {
+                            marksLost(namespace, text(reply.get(1)));
+                        }
+                    }
+                    default -> {}
+                }
+            } catch (StoreUnavailableException e) {
+                // Redis unreachable now: the next check tries again
+            } catch (RuntimeException e) {
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        description + ": checking namespace '" + namespace + "' failed",
+                        e);
+            }
+        }
+    }
+
     private MarksLostException marksLost(String namespace, String marker) {
         MarksLostException e = new MarksLostException(description, namespace, detectedAt(marker), markLossPolicy);
-        warn(namespace, e.getMessage());
+        warn(namespace, Objects.requireNonNull(e.getMessage()));
         return e;
     }
 
-    /** Under {@link MarkLossPolicy#rearmAfter}, re-arms a namespace whose loss is old enough. */
+    /** Under {@link MarkLossPolicy#rearmAfter}, re-arms a namespace whose loss is old enough by {@code now}. */
     private boolean rearmedByPolicy(String namespace, String marker, Instant now) {
         Duration delay = markLossPolicy.rearmAfter;
         Instant detectedAt = detectedAt(marker);
         if (delay == null || now.isBefore(detectedAt.plus(delay))) {
             return false;
         }
-        rearm(namespace, marker, now);
+        rearm(namespace, marker);
         warn(
                 namespace,
                 description + ": namespace '" + namespace + "' re-armed by the mark-loss policy " + markLossPolicy
@@ -277,98 +390,120 @@ public final class RedisStore implements IdempotencyStore {
 
     /**
      * Re-arms every namespace under this store's prefix after an operator has dealt with a loss of marks: the
-     * namespaces this store has used and every namespace whose sentinel a scan of the prefix finds. From then on
-     * claims are answered again (keys whose marks were lost count as new). Returns the namespaces re-armed.
+     * namespaces this store has used and every namespace whose sentinel a scan of the prefix finds (on a Cluster,
+     * the scan visits every master). From then on claims are answered again (keys whose marks were lost count as
+     * new), with fencing tokens above every token this store has seen. Returns the namespaces re-armed.
      */
     public Set<String> rearm() {
-        Set<String> namespaces = new TreeSet<>(witnesses.keySet());
+        Set<String> namespaces = new TreeSet<>(witnesses.namespaces());
         byte[] pattern = utf8("{" + prefix + ":*}:epoch");
-        ScanCursor cursor = ScanCursor.INITIAL;
-        do {
-            KeyScanCursor<byte[]> page = link.await(link.commands()
-                    .scan(cursor, ScanArgs.Builder.matches(pattern).limit(1000)));
-            for (byte[] key : page.getKeys()) {
-                String k = text(key);
-                String namespace = k.substring(prefix.length() + 2, k.length() - "}:epoch".length());
-                if (NAMESPACE.matcher(namespace).matches()) {
-                    namespaces.add(namespace);
+        for (RedisKeyAsyncCommands<byte[], byte[]> server : link.scanTargets()) {
+            ScanCursor cursor = ScanCursor.INITIAL;
+            do {
+                KeyScanCursor<byte[]> page = link.await(
+                        server.scan(cursor, ScanArgs.Builder.matches(pattern).limit(1000)));
+                for (byte[] key : page.getKeys()) {
+                    String k = text(key);
+                    String namespace = k.substring(prefix.length() + 2, k.length() - "}:epoch".length());
+                    if (NAMESPACE.matcher(namespace).matches()) {
+                        namespaces.add(namespace);
+                    }
                 }
-            }
-            cursor = page;
-        } while (!cursor.isFinished());
-        Instant now = clock.instant();
-        namespaces.forEach(ns -> rearm(ns, "", now));
+                cursor = page;
+            } while (!cursor.isFinished());
+        }
+        namespaces.forEach(ns -> rearm(ns, ""));
         LOG.log(System.Logger.Level.WARNING, "{0}: re-armed namespaces {1}", description, namespaces);
         return namespaces;
     }
 
     /** Re-arms one namespace; see {@link #rearm()}. */
     public void rearm(String namespace) {
-        rearm(IdempotencyKey.validateNamespace(namespace), "", clock.instant());
+        rearm(IdempotencyKey.validateNamespace(namespace), "");
     }
 
-    private void rearm(String namespace, String expected, Instant now) {
-        byte[][] k = {new Keys(prefix, namespace).epoch()};
-        byte[][] a = {millis(now), utf8(UUID.randomUUID().toString()), utf8(expected)};
-        witnessed(
-                namespace,
-                text(link.call(Script.REARM, ScriptOutputType.VALUE, k, a).await()),
-                0);
+    private void rearm(String namespace, String expected) {
+        Keys keys = new Keys(prefix, namespace);
+        byte[][] k = {keys.epoch(), keys.fence()};
+        byte[][] a = {
+            utf8(UUID.randomUUID().toString()),
+            utf8(expected),
+            number(witnesses.of(namespace).token())
+        };
+        Object epoch = link.call(Script.REARM, ScriptOutputType.VALUE, k, a).await();
+        if (epoch != null && ARMED_EPOCH.matcher(text(epoch)).matches()) {
+            witnesses.saw(namespace, text(epoch), 0);
+        }
     }
 
+    /**
+     * Completes the owner's claim. A retry by the same owner after a lost reply (the first call reached Redis) answers
+     * {@link UpdateResult#APPLIED} again and keeps the first result.
+     */
     @Override
     public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
         return update(Script.COMPLETE, key, owner, retention, optional(result));
     }
 
+    /**
+     * Completes every claim in one round trip: one script per completion, all sent at once (on a Cluster, each to the
+     * master of its key). Retried by the same owners after a lost reply, each answers {@link UpdateResult#APPLIED}
+     * again.
+     */
+    @Override
+    public List<UpdateResult> completeAll(List<Completion> completions) {
+        List<RedisLink.Call<byte[]>> calls = new ArrayList<>(completions.size());
+        for (Completion c : completions) {
+            calls.add(updateCall(Script.COMPLETE, c.key(), c.owner(), c.retention(), optional(c.result())));
+        }
+        List<UpdateResult> results = new ArrayList<>(calls.size());
+        for (RedisLink.Call<byte[]> call : calls) {
+            results.add(UpdateResult.valueOf(text(call.await())));
+        }
+        return results;
+    }
+
     @Override
     public UpdateResult release(IdempotencyKey key, String owner) {
-        return update(Script.RELEASE, key, owner, Duration.ZERO, NONE);
+        return update(Script.RELEASE, key, owner, Duration.ZERO, Codec.NONE);
     }
 
     @Override
     public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
-        return update(Script.EXTEND, key, owner, lease, NONE);
+        return update(Script.EXTEND, key, owner, lease, Codec.NONE);
     }
 
     private UpdateResult update(Script script, IdempotencyKey key, String owner, Duration span, byte[] result) {
+        return UpdateResult.valueOf(
+                text(updateCall(script, key, owner, span, result).await()));
+    }
+
+    private RedisLink.Call<byte[]> updateCall(
+            Script script, IdempotencyKey key, String owner, Duration span, byte[] result) {
         Objects.requireNonNull(owner, "owner");
         byte[][] k = {new Keys(prefix, key.namespace()).record(key)};
         byte[][] a = {
-            utf8(owner),
-            millis(clock.instant()),
-            utf8(Long.toString(span.toMillis())),
-            utf8(Long.toString(expiryMargin.toMillis())),
-            result
+            utf8(owner), now(clock.instant()), number(span.toMillis()), number(expiryMargin.toMillis()), result
         };
-        return UpdateResult.valueOf(
-                text(link.call(script, ScriptOutputType.VALUE, k, a).await()));
+        return link.call(script, ScriptOutputType.VALUE, k, a);
     }
 
     @Override
     public Optional<StoredRecord> lookup(IdempotencyKey key) {
-        byte[] k = new Keys(prefix, key.namespace()).record(key);
-        Instant now = clock.instant();
-        List<KeyValue<byte[], byte[]>> fields =
-                link.await(link.commands().hmget(k, utf8("s"), utf8("o"), utf8("t"), utf8("u"), utf8("f"), utf8("r")));
-        byte[][] v = new byte[fields.size()][];
-        for (int i = 0; i < v.length; i++) {
-            v[i] = fields.get(i).getValueOrElse(null);
-        }
-        if (v[0] == null) {
+        byte[][] k = {new Keys(prefix, key.namespace()).record(key)};
+        byte[][] a = {now(clock.instant())};
+        List<Object> v = link.<List<Object>>call(Script.LOOKUP, ScriptOutputType.MULTI, k, a)
+                .await();
+        if (v.isEmpty()) {
             return Optional.empty();
         }
-        StoredRecord.State state = text(v[0]).equals("D") ? StoredRecord.State.DONE : StoredRecord.State.PROCESSING;
-        Instant expiresAt = instant(v[3]);
-        if (state == StoredRecord.State.DONE && !now.isBefore(expiresAt)) {
-            return Optional.empty();
-        }
+        StoredRecord.State state = text(v.get(0)).equals("D") ? StoredRecord.State.DONE : StoredRecord.State.PROCESSING;
         return Optional.of(StoredRecord.builder(key, state)
-                .owner(text(v[1]))
-                .fencingToken(number(v[2]))
-                .expiresAt(expiresAt)
-                .fingerprint(v[4] == null ? null : text(v[4]))
-                .result(v[5])
+                .owner(text(v.get(1)))
+                .fencingToken(number(v.get(2)))
+                .expiresAt(instant(v.get(3)))
+                .fingerprint(optionalText(at(v, 4)))
+                .result(optionalBytes(at(v, 5)))
                 .build());
     }
 
@@ -377,8 +512,12 @@ public final class RedisStore implements IdempotencyStore {
         return description;
     }
 
+    /** Stops the namespace checks and closes the connection (and the client, if the store created it). */
     @Override
     public void close() {
+        if (namespaceChecks != null) {
+            namespaceChecks.shutdownNow();
+        }
         link.close();
     }
 
@@ -390,59 +529,6 @@ public final class RedisStore implements IdempotencyStore {
                         "batch claims key " + r.key().logId() + " twice: deduplicate a batch before claiming it");
             }
         }
-    }
-
-    private static byte[] utf8(String s) {
-        return s.getBytes(StandardCharsets.UTF_8);
-    }
-
-    private static byte[] millis(Instant t) {
-        return utf8(Long.toString(t.toEpochMilli()));
-    }
-
-    private static byte[] optional(byte @Nullable [] value) {
-        if (value == null) {
-            return NONE;
-        }
-        byte[] out = new byte[value.length + 1];
-        out[0] = '+';
-        System.arraycopy(value, 0, out, 1, value.length);
-        return out;
-    }
-
-    private static @Nullable Object at(List<Object> list, int i) {
-        return i < list.size() ? list.get(i) : null;
-    }
-
-    @SuppressWarnings("unchecked")
-    private static List<Object> list(Object o) {
-        return (List<Object>) o;
-    }
-
-    private static String text(@Nullable Object o) {
-        if (o instanceof byte[] b) {
-            return new String(b, StandardCharsets.UTF_8);
-        }
-        throw new IllegalStateException("expected a string from Redis, got " + o);
-    }
-
-    private static @Nullable String textOrNull(@Nullable Object o) {
-        return o instanceof byte[] ? text(o) : null;
-    }
-
-    private static byte @Nullable [] bytes(@Nullable Object o) {
-        return o instanceof byte[] b ? b : null;
-    }
-
-    private static long number(@Nullable Object o) {
-        if (o instanceof Long l) {
-            return l;
-        }
-        return Long.parseLong(text(o));
-    }
-
-    private static Instant instant(@Nullable Object o) {
-        return Instant.ofEpochMilli(number(o));
     }
 
     /** Redis key names of one namespace; all share the hash tag {@code {prefix:namespace}}. */
@@ -513,9 +599,10 @@ public final class RedisStore implements IdempotencyStore {
             super(
                     store,
                     "marks lost in namespace '" + namespace
-                            + "': its sentinel key is gone or was replaced (detected at "
-                            + detectedAt + "; Redis restarted without persistence, a failover lost writes, or the"
-                            + " key was deleted), so keys that look new may have been processed already; claims fail"
+                            + "': its sentinel key is gone, replaced or being armed afresh, or its fencing counter"
+                            + " fell below a token already handed out (detected at " + detectedAt
+                            + "; Redis restarted without persistence, a failover lost writes, or the key was"
+                            + " deleted), so keys that look new may have been processed already; claims fail"
                             + " closed until an operator calls RedisStore.rearm() (mark-loss policy " + policy + ")",
                     null);
             this.namespace = namespace;
@@ -538,11 +625,17 @@ public final class RedisStore implements IdempotencyStore {
      */
     public static final class Builder extends RedisBuilder<Builder> {
         private Duration expiryMargin = Duration.ofHours(1);
+        private Duration armingDelay = Duration.ofSeconds(3);
+        private boolean serverClock;
         private MarkLossPolicy markLossPolicy = MarkLossPolicy.untilRearmed();
         private IdempotencyListener listener = IdempotencyListener.NONE;
 
         private Builder(@Nullable RedisURI uri, @Nullable RedisClient client) {
             super(uri, client);
+        }
+
+        private Builder(@Nullable List<RedisURI> clusterSeeds, @Nullable RedisClusterClient clusterClient) {
+            super(clusterSeeds, clusterClient);
         }
 
         /**
@@ -551,6 +644,30 @@ public final class RedisStore implements IdempotencyStore {
          */
         public Builder expiryMargin(Duration expiryMargin) {
             this.expiryMargin = positive("expiryMargin", expiryMargin);
+            return this;
+        }
+
+        /**
+         * How long the first claim of a namespace found empty (first use, or marks lost) waits before arming it; the
+         * store checks the namespaces it uses every third of this, so that a live store that knew the namespace
+         * reports the loss first and every store fails closed. Zero arms at once and runs no checks: a store started
+         * after a loss then takes the empty namespace for a new one. Default 3 s.
+         */
+        public Builder armingDelay(Duration armingDelay) {
+            if (armingDelay == null || armingDelay.isNegative()) {
+                throw new ConfigurationException("armingDelay must be zero or positive, got " + armingDelay);
+            }
+            this.armingDelay = armingDelay;
+            return this;
+        }
+
+        /**
+         * Take "now" from the Redis server's {@code TIME} for every lease and retention deadline instead of the
+         * store's clock, so that consumers whose clocks disagree still agree on when a lease ends (one clock: the
+         * server's; on a Cluster, each master's for its slots). Cannot be combined with {@link #clock}. Default off.
+         */
+        public Builder useServerClock(boolean on) {
+            this.serverClock = on;
             return this;
         }
 
@@ -566,8 +683,13 @@ public final class RedisStore implements IdempotencyStore {
             return this;
         }
 
+        /** The store; refuses {@link #useServerClock} together with an explicit {@link #clock}. */
         public RedisStore build() {
-            return buildWith((client, owns, description) -> new RedisStore(this, client, owns, description));
+            if (serverClock && clockSet) {
+                throw new ConfigurationException("useServerClock(true) takes every deadline from the Redis server, so"
+                        + " the clock set on the builder would never be read: set one or the other");
+            }
+            return buildWith((endpoint, owns, description) -> new RedisStore(this, endpoint, owns, description));
         }
     }
 }

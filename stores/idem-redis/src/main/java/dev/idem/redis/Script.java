@@ -6,18 +6,27 @@ import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
 
 /**
- * The Lua scripts of the store. Each runs as one atomic step on the server. Deadlines and "now" come from the
- * store's clock as ARGV (milliseconds since the epoch); Redis TTLs only collect garbage.
+ * The Lua scripts of the store. Each runs as one atomic step on the server. "Now" is the store's clock, sent as ARGV
+ * (milliseconds since the epoch), or the server's {@code TIME} when that argument is {@code ""} (server-clock mode);
+ * Redis TTLs only collect garbage. Fencing tokens and the arming of a namespace always read the server's {@code
+ * TIME}.
  *
  * <p>A record is a hash: {@code s} state ({@code P} processing, {@code D} done), {@code o} owner, {@code t} fencing
  * token, {@code u} deadline (lease end or retention end), {@code c} claimed-at or completed-at, {@code f} fingerprint
- * (absent when none), {@code r} result (absent when none). Optional arguments travel as {@code "-"} (none) or
- * {@code "+"} followed by the value.
+ * and {@code r} result. Optional values travel and are stored as {@code "-"} (none) or {@code "+"} followed by the
+ * value, so that a claim overwrites every field of a record with one {@code HSET}.
  *
- * <p>The sentinel ("epoch") of a namespace is {@code <generation>:<random id>} while armed, or {@code
+ * <p>The sentinel ("epoch") of a namespace is {@code <generation>:<random id>} while armed, {@code
+ * arming:<server ms>:<random id>} while a store that found the namespace empty waits out the arming delay, or {@code
  * lost:<generation>:<detected-at>} once a store found it missing or replaced. A fresh arming has generation 0; a
  * re-arming takes a generation above every earlier one, so running stores adopt it, while a store that finds an epoch
- * of its own generation or lower that is not its own knows that the marks it relied on are gone.
+ * of its own generation or lower that is not its own, or an arming under way, knows that the marks it relied on are
+ * gone.
+ *
+ * <p>Fencing tokens: the counter {@code {prefix:namespace}:fence} holds the last token; a claim hands out {@code
+ * max(counter, server ms × 1000) + 1}. The counter only grows on one server; the time floor keeps tokens above those
+ * of a server whose last writes were lost (a restart, a promoted replica), as long as the server clocks agree to
+ * within the outage and the namespace does not average more than 1000 claims per millisecond.
  */
 record Script(String name, byte[] source, String sha) {
 
@@ -33,122 +42,174 @@ record Script(String name, byte[] source, String sha) {
     }
 
     private static final String GEN =
-            "local function gen(e) return string.match(e, '^lost:(%d+):') or" + " string.match(e, '^(%d+):') end\n";
+            "local function gen(e) return string.match(e, '^lost:(%d+):') or string.match(e, '^(%d+):') end\n";
+
+    private static final String SERVER_MS = """
+            local function serverMs()
+              local t = redis.call('TIME')
+              return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+            end
+            local function int(n) return string.format('%d', n) end
+            """;
 
     /**
-     * KEYS: sentinel, fencing counter, then the records (distinct, sorted). ARGV: the epoch the store expects
-     * ({@code ""} before its first use of the namespace), the epoch to write when arming a fresh namespace, now,
-     * the counter's starting value, the garbage-collection margin, the highest fencing token the store has handed out
-     * under the expected epoch ({@code "0"}: none; a counter below it means a failover lost claims), then per record:
-     * owner, fingerprint, lease.
-     * Returns {@code {"LOST", marker}} or {@code {"OK", epoch, result...}}, a result being {@code {"C", token,
-     * until}}, {@code {"T", token, until, previous owner}}, {@code {"I", owner, until, fingerprint}} or {@code {"D",
-     * completed at, expires at, fingerprint, result}}.
+     * KEYS: sentinel, fencing counter, then the records (distinct, sorted). ARGV: the epoch the store expects ({@code
+     * ""} before its first use of the namespace), a random id for a fresh arming ({@code ""} when an epoch is
+     * expected), now ({@code ""}: the server's), the garbage-collection margin, the highest fencing token the store
+     * has handed out under the expected epoch ({@code "0"}: none; a counter below it means a failover lost claims),
+     * the arming delay, then per record: owner, fingerprint, lease. With no records it only checks the namespace.
+     *
+     * <p>Returns {@code {"LOST", marker, 1 if this call detected the loss else 0, now}}, {@code {"ARMING", ms left}}
+     * or {@code {"OK", epoch, now, result...}}, a result being {@code {"C", token, until}}, {@code {"T", token,
+     * until, previous owner}}, {@code {"I", owner, until, fingerprint}} or {@code {"D", completed at, expires at,
+     * fingerprint, result}}.
      */
-    static final Script CLAIM = of("claim", GEN + """
-            local expected, now = ARGV[1], tonumber(ARGV[3])
-            local margin = tonumber(ARGV[5])
-            local cur = redis.call('GET', KEYS[1])
+    static final Script CLAIM = of("claim", GEN + SERVER_MS + """
+            local server = serverMs()
+            local now = server
+            if ARGV[3] ~= '' then now = tonumber(ARGV[3]) end
+            local expected, margin, witnessed, delay = ARGV[1], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+            local found = redis.call('MGET', KEYS[1], KEYS[2])
+            local cur, counter = found[1], tonumber(found[2] or '0')
             local function lose()
-              local marker = 'lost:' .. gen(expected) .. ':' .. ARGV[3]
+              local marker = 'lost:' .. gen(expected) .. ':' .. int(now)
               redis.call('SET', KEYS[1], marker)
-              return {'LOST', marker}
+              return {'LOST', marker, 1, now}
+            end
+            local function arm(id)
+              cur = '0:' .. id
+              redis.call('SET', KEYS[1], cur)
             end
             if not cur then
               if expected ~= '' then return lose() end
-              cur = ARGV[2]
-              redis.call('SET', KEYS[1], cur)
+              if delay > 0 then
+                redis.call('SET', KEYS[1], 'arming:' .. int(server) .. ':' .. ARGV[2])
+                return {'ARMING', delay}
+              end
+              arm(ARGV[2])
+            elseif string.sub(cur, 1, 7) == 'arming:' then
+              if expected ~= '' then return lose() end
+              local since, id = string.match(cur, '^arming:(%d+):(.*)$')
+              local left = tonumber(since) + delay - server
+              if left > 0 then return {'ARMING', left} end
+              arm(id)
             elseif string.sub(cur, 1, 5) == 'lost:' then
-              return {'LOST', cur}
+              return {'LOST', cur, 0, now}
             elseif expected ~= '' and cur ~= expected and tonumber(gen(cur)) <= tonumber(gen(expected)) then
               return lose()
-            elseif cur == expected and ARGV[6] ~= '0' then
-              local counter = redis.call('GET', KEYS[2])
-              if not counter or tonumber(counter) < tonumber(ARGV[6]) then return lose() end
+            elseif cur == expected and witnessed > 0 then
+              if counter < witnessed then return lose() end
             end
-            local function nextToken()
-              if redis.call('EXISTS', KEYS[2]) == 0 then redis.call('SET', KEYS[2], ARGV[4]) end
-              return redis.call('INCR', KEYS[2])
-            end
-            local out = {'OK', cur}
+            local out = {'OK', cur, now}
+            if #KEYS == 2 then return out end
+            local base = math.max(counter, server * 1000)
+            local issued = 0
             for i = 3, #KEYS do
               local k = KEYS[i]
               local a = 6 + (i - 3) * 3
               local owner, fp, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
               local untilMs = now + lease
               local r = redis.call('HMGET', k, 's', 'o', 't', 'u', 'c', 'f', 'r')
-              local function put(token)
-                redis.call('DEL', k)
-                redis.call('HSET', k, 's', 'P', 'o', owner, 't', token, 'u', ARGV[3] + lease, 'c', ARGV[3])
-                if fp ~= '-' then redis.call('HSET', k, 'f', string.sub(fp, 2)) end
+              local function put()
+                issued = issued + 1
+                local token = base + issued
+                redis.call('HSET', k, 's', 'P', 'o', owner, 't', int(token), 'u', int(untilMs), 'c', int(now),
+                  'f', fp, 'r', '-')
                 redis.call('PEXPIRE', k, lease + margin)
+                return token
               end
               if not r[1] or (r[1] == 'D' and now >= tonumber(r[4])) then
-                local token = nextToken()
-                put(token)
-                out[#out + 1] = {'C', token, untilMs}
+                out[#out + 1] = {'C', put(), untilMs}
               elseif r[1] == 'D' then
                 out[#out + 1] = {'D', tonumber(r[5]), tonumber(r[4]), r[6], r[7]}
               elseif r[2] == owner then
-                redis.call('HSET', k, 'u', ARGV[3] + lease)
+                redis.call('HSET', k, 'u', int(untilMs))
                 redis.call('PEXPIRE', k, lease + margin)
                 out[#out + 1] = {'C', tonumber(r[3]), untilMs}
               elseif now < tonumber(r[4]) then
                 out[#out + 1] = {'I', r[2], tonumber(r[4]), r[6]}
               else
-                local token = nextToken()
-                put(token)
-                out[#out + 1] = {'T', token, untilMs, r[2]}
+                local previous = r[2]
+                out[#out + 1] = {'T', put(), untilMs, previous}
               end
             end
+            if issued > 0 then redis.call('SET', KEYS[2], int(base + issued)) end
             return out
             """);
 
-    /** The owner check that {@link #COMPLETE}, {@link #RELEASE} and {@link #EXTEND} share. ARGV[1] owner, [2] now. */
-    private static final String OWNED = """
-            local k, now = KEYS[1], tonumber(ARGV[2])
+    /**
+     * The owner check that {@link #COMPLETE}, {@link #RELEASE} and {@link #EXTEND} share, after each defines {@code
+     * doneByOwner}: the answer when the record is already done by this very owner (a retry after a lost reply).
+     * ARGV[1] owner, [2] now ({@code ""}: the server's).
+     */
+    private static final String OWNED = SERVER_MS + """
+            local k = KEYS[1]
+            local now
+            if ARGV[2] == '' then now = serverMs() else now = tonumber(ARGV[2]) end
             local r = redis.call('HMGET', k, 's', 'o', 'u')
             if not r[1] then return 'NOT_FOUND' end
             if r[1] == 'D' then
-              if now < tonumber(r[3]) then return 'NOT_OWNER' end
-              redis.call('DEL', k)
-              return 'NOT_FOUND'
+              if now >= tonumber(r[3]) then
+                redis.call('DEL', k)
+                return 'NOT_FOUND'
+              end
+              if r[2] == ARGV[1] then return doneByOwner end
+              return 'NOT_OWNER'
             end
             if r[2] ~= ARGV[1] then return 'NOT_OWNER' end
             """;
 
-    /** ARGV[3] retention, [4] margin, [5] result. */
-    static final Script COMPLETE = of("complete", OWNED + """
-            redis.call('HSET', k, 's', 'D', 'u', ARGV[2] + ARGV[3], 'c', ARGV[2])
-            if ARGV[5] ~= '-' then redis.call('HSET', k, 'r', string.sub(ARGV[5], 2)) end
-            redis.call('PEXPIRE', k, ARGV[3] + ARGV[4])
+    /** ARGV[3] retention, [4] margin, [5] result. Completing again as the same owner answers APPLIED, unchanged. */
+    static final Script COMPLETE = of("complete", "local doneByOwner = 'APPLIED'\n" + OWNED + """
+            redis.call('HSET', k, 's', 'D', 'u', int(now + tonumber(ARGV[3])), 'c', int(now), 'r', ARGV[5])
+            redis.call('PEXPIRE', k, tonumber(ARGV[3]) + tonumber(ARGV[4]))
             return 'APPLIED'
             """);
 
-    static final Script RELEASE = of("release", OWNED + """
+    /** A done record is never released, not even by its owner. */
+    static final Script RELEASE = of("release", "local doneByOwner = 'NOT_OWNER'\n" + OWNED + """
             redis.call('DEL', k)
             return 'APPLIED'
             """);
 
-    /** ARGV[3] lease, [4] margin. */
-    static final Script EXTEND = of("extend", OWNED + """
-            redis.call('HSET', k, 'u', ARGV[2] + ARGV[3])
-            redis.call('PEXPIRE', k, ARGV[3] + ARGV[4])
+    /**
+     * ARGV[3] lease, [4] margin. Extending a record its owner has completed answers APPLIED, unchanged: a watchdog tick
+     * that races the completion is no lost lease.
+     */
+    static final Script EXTEND = of("extend", "local doneByOwner = 'APPLIED'\n" + OWNED + """
+            redis.call('HSET', k, 'u', int(now + tonumber(ARGV[3])))
+            redis.call('PEXPIRE', k, tonumber(ARGV[3]) + tonumber(ARGV[4]))
             return 'APPLIED'
             """);
 
     /**
-     * KEYS: sentinel. ARGV: now, a random id, the value the caller expects to replace ({@code ""}: whatever is
-     * there). Writes a new epoch whose generation is above every earlier one and returns it; returns the current value
-     * unchanged when it is not the expected one (another store re-armed first).
+     * KEYS: the record. ARGV: now ({@code ""}: the server's). Returns the fields state, owner, token, deadline,
+     * fingerprint, result, or an empty list when there is no record or it is done and its retention has ended.
      */
-    static final Script REARM = of("rearm", GEN + """
+    static final Script LOOKUP = of("lookup", SERVER_MS + """
+            local now
+            if ARGV[1] == '' then now = serverMs() else now = tonumber(ARGV[1]) end
+            local r = redis.call('HMGET', KEYS[1], 's', 'o', 't', 'u', 'f', 'r')
+            if not r[1] or (r[1] == 'D' and now >= tonumber(r[4])) then return {} end
+            return r
+            """);
+
+    /**
+     * KEYS: sentinel, fencing counter. ARGV: a random id, the value the caller expects to replace ({@code ""}:
+     * whatever is there), the highest fencing token the caller knows of. Writes a new epoch whose generation is above
+     * every earlier one, raises the counter to at least that token and the server's ms × 1000, and returns the
+     * epoch; returns the current value unchanged (possibly none) when it is not the expected one (another store
+     * re-armed first).
+     */
+    static final Script REARM = of("rearm", GEN + SERVER_MS + """
             local cur = redis.call('GET', KEYS[1])
-            if ARGV[3] ~= '' and cur ~= ARGV[3] then return cur end
-            local g = tonumber(ARGV[1])
+            if ARGV[2] ~= '' and cur ~= ARGV[2] then return cur end
+            local g = serverMs()
             if cur and gen(cur) and tonumber(gen(cur)) >= g then g = tonumber(gen(cur)) + 1 end
-            local epoch = string.format('%d', g) .. ':' .. ARGV[2]
+            local epoch = int(g) .. ':' .. ARGV[1]
             redis.call('SET', KEYS[1], epoch)
+            local counter = math.max(tonumber(redis.call('GET', KEYS[2]) or '0'), g * 1000, tonumber(ARGV[3]))
+            redis.call('SET', KEYS[2], int(counter))
             return epoch
             """);
 }

@@ -26,6 +26,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Mark loss on a redis-server of the test's own, started like the machine's (no persistence): restarting it, flushing
@@ -64,16 +65,22 @@ class RedisStoreMarkLossTest {
         stores.forEach(RedisStore::close);
     }
 
-    private RedisStore store(RedisStore.MarkLossPolicy policy) {
+    private RedisStore store(RedisStore.MarkLossPolicy policy, Duration armingDelay) {
         RedisStore store = RedisStore.builder(redis.url())
                 .prefix(prefix)
                 .clock(clock)
                 .commandTimeout(Duration.ofSeconds(1))
                 .markLossPolicy(policy)
+                .armingDelay(armingDelay)
                 .listener(listener)
                 .build();
         stores.add(store);
         return store;
+    }
+
+    /** A store that arms at once and runs no checks: only its own claims detect a loss. */
+    private RedisStore store(RedisStore.MarkLossPolicy policy) {
+        return store(policy, Duration.ZERO);
     }
 
     private RedisStore store() {
@@ -142,6 +149,52 @@ class RedisStoreMarkLossTest {
                 .isInstanceOfSatisfying(
                         ClaimResult.Claimed.class,
                         c -> assertThat(c.fencingToken()).isGreaterThan(before));
+    }
+
+    @Test
+    @Timeout(60)
+    void restart_whileAStoreThatArmedTheNamespaceRuns_aStoreStartedAfterTheRestartFailsClosedToo() {
+        Duration arming = Duration.ofSeconds(2);
+        RedisStore armedIt = store(RedisStore.MarkLossPolicy.untilRearmed(), arming);
+        armedIt.claim(claimOf("done-0", "owner-a"));
+        assertThat(armedIt.complete(IdempotencyKey.of("orders", "done-0"), "owner-a", null, RETENTION))
+                .isEqualTo(UpdateResult.APPLIED);
+
+        redis.restart();
+        RedisStore startedAfterTheRestart = store(RedisStore.MarkLossPolicy.untilRearmed(), arming);
+
+        assertThatThrownBy(() -> startedAfterTheRestart.claim(claimOf("done-0", "owner-b")))
+                .as("the completed key, claimed by a store that never saw the namespace before")
+                .isInstanceOf(RedisStore.MarksLostException.class);
+        assertThat(listener.warnings).isNotEmpty().allSatisfy(w -> {
+            assertThat(w.type()).isEqualTo(IdempotencyEvent.Type.MARKS_LOST);
+            assertThat(w.namespace()).isEqualTo("orders");
+        });
+        Awaitility.await("the store that armed the namespace is reconnected")
+                .atMost(Duration.ofSeconds(20))
+                .ignoreExceptionsMatching(
+                        e -> e instanceof StoreUnavailableException && !(e instanceof RedisStore.MarksLostException))
+                .untilAsserted(() -> assertThatThrownBy(() -> armedIt.claim(claimOf("new-key", "owner-a")))
+                        .isInstanceOf(RedisStore.MarksLostException.class));
+    }
+
+    @Test
+    @Timeout(60)
+    void firstUse_withArmingDelay_armsAfterTheDelay_andAStoreArrivingMeanwhileAdoptsTheSameEpoch() throws Exception {
+        Duration arming = Duration.ofMillis(600);
+        RedisStore first = store(RedisStore.MarkLossPolicy.untilRearmed(), arming);
+        RedisStore second = store(RedisStore.MarkLossPolicy.untilRearmed(), arming);
+
+        var firstClaim = java.util.concurrent.CompletableFuture.supplyAsync(() -> first.claim(claimOf("k", "owner-a")));
+        ClaimResult secondClaim = second.claim(claimOf("k", "owner-b"));
+
+        assertThat(List.of(firstClaim.get(10, java.util.concurrent.TimeUnit.SECONDS), secondClaim))
+                .as("one claim wins, the other sees it in progress")
+                .hasAtLeastOneElementOfType(ClaimResult.Claimed.class)
+                .hasAtLeastOneElementOfType(ClaimResult.InProgress.class);
+        assertThat(first.claim(claimOf("other", "owner-a"))).isInstanceOf(ClaimResult.Claimed.class);
+        assertThat(second.claim(claimOf("other", "owner-b"))).isInstanceOf(ClaimResult.InProgress.class);
+        assertThat(listener.warnings).isEmpty();
     }
 
     @Test

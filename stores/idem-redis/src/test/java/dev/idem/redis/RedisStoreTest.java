@@ -1,5 +1,6 @@
 package dev.idem.redis;
 
+import static dev.idem.spi.StoredRecord.State.DONE;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -11,6 +12,7 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.StoredRecord;
+import dev.idem.spi.UpdateResult;
 import dev.idem.testkit.MutableClock;
 import dev.idem.testkit.TcpProxy;
 import dev.idem.testsupport.TestServers;
@@ -18,10 +20,12 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import io.lettuce.core.cluster.SlotHash;
+import java.nio.charset.StandardCharsets;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -51,7 +55,11 @@ class RedisStoreTest {
     }
 
     private RedisStore store(Clock clock) {
-        return RedisStore.builder(server.url()).prefix(PREFIX).clock(clock).build();
+        return RedisStore.builder(server.url())
+                .prefix(PREFIX)
+                .clock(clock)
+                .armingDelay(Duration.ZERO)
+                .build();
     }
 
     private static ClaimRequest claimOf(IdempotencyKey key, String owner) {
@@ -66,6 +74,7 @@ class RedisStoreTest {
                         .prefix(PREFIX)
                         .clock(clock)
                         .commandTimeout(Duration.ofMillis(300))
+                        .armingDelay(Duration.ZERO)
                         .build();
                 RedisStore direct = store(clock)) {
             assertThat(viaProxy.lookup(key)).isEmpty();
@@ -91,6 +100,44 @@ class RedisStoreTest {
                 assertThat(c.fencingToken()).isEqualTo(reached.fencingToken());
             });
             assertThat(direct.claim(claimOf(key, "owner-b"))).isInstanceOf(ClaimResult.InProgress.class);
+        }
+    }
+
+    @Test
+    void completeTimingOut_afterReachingRedis_isAppliedAgain_bySameOwnersRetry_keepingTheFirstResult() {
+        IdempotencyKey key = IdempotencyKey.of("timeouts", "complete-1");
+        try (TcpProxy proxy = TcpProxy.start(server.host(), server.port());
+                RedisStore viaProxy = RedisStore.builder("redis://127.0.0.1:" + proxy.port())
+                        .prefix(PREFIX)
+                        .clock(clock)
+                        .commandTimeout(Duration.ofMillis(300))
+                        .armingDelay(Duration.ZERO)
+                        .build();
+                RedisStore direct = store(clock)) {
+            assertThat(viaProxy.claim(claimOf(key, "owner-a"))).isInstanceOf(ClaimResult.Claimed.class);
+            proxy.blackholeExisting();
+
+            assertThatThrownBy(() -> viaProxy.complete(key, "owner-a", bytes("first"), Duration.ofHours(1)))
+                    .isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("RedisCommandTimeoutException");
+            Awaitility.await("the timed-out completion reached Redis")
+                    .atMost(Duration.ofSeconds(5))
+                    .until(() -> direct.lookup(key).map(StoredRecord::state), s -> s.equals(Optional.of(DONE)));
+            proxy.dropAllConnections();
+
+            UpdateResult retried = Awaitility.await("the store reconnects")
+                    .atMost(Duration.ofSeconds(10))
+                    .ignoreExceptionsInstanceOf(StoreUnavailableException.class)
+                    .until(() -> viaProxy.complete(key, "owner-a", bytes("second"), Duration.ofHours(1)), r -> true);
+
+            assertThat(retried).as("the owner's own completion, retried").isEqualTo(UpdateResult.APPLIED);
+            assertThat(direct.extend(key, "owner-a", LEASE))
+                    .as("a watchdog tick racing the completion")
+                    .isEqualTo(UpdateResult.APPLIED);
+            assertThat(direct.complete(key, "owner-b", null, Duration.ofHours(1)))
+                    .isEqualTo(UpdateResult.NOT_OWNER);
+            assertThat(direct.release(key, "owner-a")).isEqualTo(UpdateResult.NOT_OWNER);
+            assertThat(direct.lookup(key).orElseThrow().result()).isEqualTo(bytes("first"));
         }
     }
 
@@ -217,6 +264,10 @@ class RedisStoreTest {
                     .isEqualTo("redis 127.0.0.1:6390 prefix 'orders'")
                     .doesNotContain("s3cret");
         }
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(StandardCharsets.UTF_8);
     }
 
     private static void withRedis(java.util.function.Consumer<RedisCommands<String, String>> action) {

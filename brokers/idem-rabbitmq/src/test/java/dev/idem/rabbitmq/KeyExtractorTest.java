@@ -1,0 +1,47 @@
+package dev.idem.rabbitmq;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Delivery;
+import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.impl.LongStringHelper;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+class KeyExtractorTest {
+
+    private static Delivery with(AMQP.BasicProperties props, String body) {
+        return new Delivery(new Envelope(1, false, "", "q"), props, body.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void header_readsLongStringsByteArraysAndNumbers_asText() throws Exception {
+        KeyExtractor key = KeyExtractor.header("idem-key");
+        AMQP.BasicProperties longString = new AMQP.BasicProperties.Builder()
+                .headers(Map.of("idem-key", LongStringHelper.asLongString("10086:PAY")))
+                .build();
+        AMQP.BasicProperties bytes = new AMQP.BasicProperties.Builder()
+                .headers(Map.of("idem-key", "10086:PAY".getBytes(StandardCharsets.UTF_8)))
+                .build();
+        AMQP.BasicProperties number = new AMQP.BasicProperties.Builder()
+                .headers(Map.of("idem-key", 10086L))
+                .build();
+        assertThat(key.extract(with(longString, ""))).isEqualTo("10086:PAY");
+        assertThat(key.extract(with(bytes, ""))).isEqualTo("10086:PAY");
+        assertThat(key.extract(with(number, ""))).isEqualTo("10086");
+        assertThat(key.extract(with(new AMQP.BasicProperties(), ""))).isNull();
+        assertThat(key.describe()).isEqualTo("header 'idem-key'");
+    }
+
+    @Test
+    void messageId_andBody() throws Exception {
+        AMQP.BasicProperties props =
+                new AMQP.BasicProperties.Builder().messageId("m-1").build();
+        assertThat(KeyExtractor.messageId().extract(with(props, "order-7"))).isEqualTo("m-1");
+        assertThat(KeyExtractor.body(b -> new String(b, StandardCharsets.UTF_8) + ":CANCEL")
+                        .extract(with(props, "order-7")))
+                .isEqualTo("order-7:CANCEL");
+    }
+}

@@ -1,0 +1,245 @@
+package dev.idem.rabbitmq;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
+import com.rabbitmq.client.GetResponse;
+import dev.idem.RetryPolicy;
+import dev.idem.testsupport.TestDatabase;
+import dev.idem.testsupport.TestServers;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * What the RabbitMQ proofs share: connections to the local server (or through a proxy), a topology with unique names
+ * per test that is deleted afterwards, and a bank whose debit is NOT idempotent ({@code balance = balance - ?} plus a
+ * ledger row), so that every duplicate effect shows as a second ledger row.
+ */
+final class RabbitFixture {
+    static final Duration WAIT = Duration.ofSeconds(60);
+    /** Retry a message every 100 ms, for up to 30 s. */
+    static final RetryPolicy FAST_RETRY = RetryPolicy.builder()
+            .initialDelay(Duration.ofMillis(100))
+            .multiplier(1.0)
+            .maxDelay(Duration.ofMillis(100))
+            .maxAttempts(300)
+            .jitter(0.0)
+            .build();
+
+    private RabbitFixture() {}
+
+    static URI uri() {
+        return URI.create(TestServers.rabbitmq().url());
+    }
+
+    /** A factory for the local server; {@code port} replaces the server's (e.g. a proxy's), 0 keeps it. */
+    static ConnectionFactory factory(int port) {
+        ConnectionFactory factory = new ConnectionFactory();
+        try {
+            factory.setUri(uri());
+        } catch (Exception e) {
+            throw new IllegalStateException("bad RabbitMQ URI " + uri(), e);
+        }
+        if (port != 0) {
+            factory.setPort(port);
+        }
+        factory.setConnectionTimeout(5000);
+        factory.setNetworkRecoveryInterval(200);
+        return factory;
+    }
+
+    static Connection connect() {
+        return connect(factory(0));
+    }
+
+    static Connection connect(ConnectionFactory factory) {
+        try {
+            return factory.newConnection("idem-rabbitmq-test");
+        } catch (IOException | TimeoutException e) {
+            throw new IllegalStateException("cannot connect to RabbitMQ at " + uri(), e);
+        }
+    }
+
+    /** A declared topology with a unique work queue name; {@link Queues#close()} deletes it. */
+    static Queues queues(String name) {
+        return new Queues(RabbitTopology.forQueue(TestServers.uniquePrefix(name)));
+    }
+
+    /** The topology of one test on one admin connection; deleted on close. */
+    static final class Queues implements AutoCloseable {
+        final RabbitTopology topology;
+        final Connection admin;
+
+        Queues(RabbitTopology topology) {
+            this.topology = topology;
+            this.admin = connect();
+            try (Channel channel = admin.createChannel()) {
+                topology.declare(channel);
+            } catch (IOException | TimeoutException e) {
+                throw new IllegalStateException("declaring " + topology + " failed", e);
+            }
+        }
+
+        String queue() {
+            return topology.workQueue();
+        }
+
+        /** Publishes {@code body} to the work queue with {@code message-id} = {@code key}. */
+        void publish(String key, String body) {
+            publish(
+                    new AMQP.BasicProperties.Builder()
+                            .deliveryMode(2)
+                            .messageId(key)
+                            .build(),
+                    body);
+        }
+
+        void publish(AMQP.BasicProperties props, String body) {
+            try (Channel channel = admin.createChannel()) {
+                channel.confirmSelect();
+                channel.basicPublish("", queue(), true, props, body.getBytes(StandardCharsets.UTF_8));
+                channel.waitForConfirmsOrDie(10_000);
+            } catch (IOException | TimeoutException | InterruptedException e) {
+                throw new IllegalStateException("publish to " + queue() + " failed", e);
+            }
+        }
+
+        long depth(String queue) {
+            try (Channel channel = admin.createChannel()) {
+                return channel.queueDeclarePassive(queue).getMessageCount();
+            } catch (IOException | TimeoutException e) {
+                throw new IllegalStateException("cannot read the depth of " + queue, e);
+            }
+        }
+
+        /** Takes every message out of {@code queue} (acked). */
+        List<GetResponse> drain(String queue) {
+            List<GetResponse> all = new ArrayList<>();
+            try (Channel channel = admin.createChannel()) {
+                for (GetResponse r = channel.basicGet(queue, true); r != null; r = channel.basicGet(queue, true)) {
+                    all.add(r);
+                }
+            } catch (IOException | TimeoutException e) {
+                throw new IllegalStateException("cannot drain " + queue, e);
+            }
+            return all;
+        }
+
+        @Override
+        public void close() {
+            try (Channel channel = admin.createChannel()) {
+                channel.queueDelete(topology.workQueue());
+                channel.queueDelete(topology.retryQueue());
+                channel.queueDelete(topology.deadLetterQueue());
+                channel.exchangeDelete(topology.deadLetterExchange());
+            } catch (IOException | TimeoutException e) {
+                throw new IllegalStateException("deleting " + topology + " failed", e);
+            } finally {
+                try {
+                    admin.close();
+                } catch (IOException e) {
+                    // best effort
+                }
+            }
+        }
+    }
+
+    static String text(byte[] body) {
+        return new String(body, StandardCharsets.UTF_8);
+    }
+
+    /**
+     * Accounts and a ledger in a database of the test fixture. {@link #debit} is deliberately not idempotent: each
+     * call takes the amount again and adds a ledger row.
+     */
+    static final class Bank implements AutoCloseable {
+        private final TestDatabase db;
+
+        Bank(String testName) {
+            this.db = TestDatabase.postgres(testName);
+            db.execute("CREATE TABLE account (id VARCHAR(100) PRIMARY KEY, balance BIGINT NOT NULL)");
+            db.execute("CREATE TABLE ledger (id SERIAL PRIMARY KEY, account_id VARCHAR(100) NOT NULL,"
+                    + " message_key VARCHAR(200) NOT NULL, amount BIGINT NOT NULL)");
+        }
+
+        void open(String account, long balance) {
+            db.execute("INSERT INTO account (id, balance) VALUES ('" + account + "', " + balance + ")");
+        }
+
+        /** {@code UPDATE account SET balance = balance - ?} and a ledger row, in a transaction of its own. */
+        void debit(String account, long amount, String messageKey) throws SQLException {
+            try (java.sql.Connection c = db.connection()) {
+                c.setAutoCommit(false);
+                try {
+                    debit(c, account, amount, messageKey);
+                    c.commit();
+                } catch (SQLException e) {
+                    c.rollback();
+                    throw e;
+                }
+            }
+        }
+
+        /** The same debit on {@code c}, in the caller's transaction. */
+        void debit(java.sql.Connection c, String account, long amount, String messageKey) throws SQLException {
+            try (PreparedStatement update =
+                            c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?");
+                    PreparedStatement insert = c.prepareStatement(
+                            "INSERT INTO ledger (account_id, message_key, amount) VALUES (?, ?, ?)")) {
+                update.setLong(1, amount);
+                update.setString(2, account);
+                if (update.executeUpdate() != 1) {
+                    throw new SQLException("no account " + account);
+                }
+                insert.setString(1, account);
+                insert.setString(2, messageKey);
+                insert.setLong(3, amount);
+                insert.executeUpdate();
+            }
+        }
+
+        long ledgerRows(String account) {
+            return queryLong("SELECT COUNT(*) FROM ledger WHERE account_id = ?", account);
+        }
+
+        long balance(String account) {
+            return queryLong("SELECT balance FROM account WHERE id = ?", account);
+        }
+
+        /** How many database sessions wait on a lock that the session {@code pid} holds. */
+        long sessionsBlockedBy(long pid) {
+            return queryLong("SELECT COUNT(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))", pid);
+        }
+
+        TestDatabase database() {
+            return db;
+        }
+
+        private long queryLong(String sql, Object arg) {
+            try (java.sql.Connection c = db.connection();
+                    PreparedStatement s = c.prepareStatement(sql)) {
+                s.setObject(1, arg);
+                try (ResultSet rs = s.executeQuery()) {
+                    rs.next();
+                    return rs.getLong(1);
+                }
+            } catch (SQLException e) {
+                throw new IllegalStateException(sql + " failed", e);
+            }
+        }
+
+        @Override
+        public void close() {
+            db.close();
+        }
+    }
+}

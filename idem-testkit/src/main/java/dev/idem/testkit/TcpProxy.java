@@ -36,8 +36,16 @@ public final class TcpProxy implements AutoCloseable {
 
     /** Starts a proxy on a free port of 127.0.0.1 forwarding to {@code host:port}. */
     public static TcpProxy start(String host, int port) {
+        return start(InetAddress.getLoopbackAddress(), 0, host, port);
+    }
+
+    /**
+     * Starts a proxy on {@code listenAddress:listenPort} (0: a free port) forwarding to {@code host:port}, e.g. on
+     * 127.0.0.2 with the server's own port, for a server that tells its clients one address to connect to.
+     */
+    public static TcpProxy start(InetAddress listenAddress, int listenPort, String host, int port) {
         try {
-            ServerSocket server = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+            ServerSocket server = new ServerSocket(listenPort, 50, listenAddress);
             TcpProxy proxy = new TcpProxy(server, host, port);
             daemon("tcp-proxy-accept-" + server.getLocalPort(), proxy::acceptLoop);
             return proxy;

@@ -1,0 +1,84 @@
+package dev.idem.nats;
+
+import dev.idem.Outcome;
+import io.nats.client.JetStream;
+import io.nats.client.JetStreamApiException;
+import io.nats.client.Message;
+import io.nats.client.impl.Headers;
+import io.nats.client.impl.NatsJetStreamMetaData;
+import io.nats.client.impl.NatsMessage;
+import java.io.IOException;
+
+/**
+ * Publishes a message the consumer gives up on to the dead-letter subject and waits for the stream's {@code
+ * PubAck}: only then may the original be terminated. The copy keeps the data and the application's headers (not the
+ * {@code Nats-} ones the server acts on) and adds the reason.
+ */
+final class DeadLetters {
+    private static final int MAX_HEADER_VALUE = 1024;
+    /**
+     * Headers the server acts on ({@code Nats-Expected-Stream}, {@code Nats-Expected-Last-Sequence}, {@code
+     * Nats-Rollup}, ...): copied to the dead-letter stream they would make it refuse the copy, or purge it.
+     */
+    private static final String SERVER_HEADER_PREFIX = "Nats-";
+
+    private final JetStream jetStream;
+    private final String subject;
+
+    DeadLetters(JetStream jetStream, String subject) {
+        this.jetStream = jetStream;
+        this.subject = subject;
+    }
+
+    String subject() {
+        return subject;
+    }
+
+    /**
+     * Stores the dead letter. Its {@value NatsProducers#MSG_ID} names the original delivery (stream, consumer, stream
+     * sequence), so that a second dead-lettering of the same message (its term was lost) is deduplicated by the
+     * dead-letter stream within its duplicate window; the original id moves to {@value IdempotentNatsConsumer#DLQ_MSG_ID}.
+     */
+    void publish(Message original, Outcome outcome, int attempt) throws IOException, JetStreamApiException {
+        NatsJetStreamMetaData meta = original.metaData();
+        Headers headers = new Headers();
+        String originalId = null;
+        if (original.hasHeaders()) {
+            for (String name : original.getHeaders().keySet()) {
+                if (name.equals(NatsProducers.MSG_ID)) {
+                    originalId = original.getHeaders().getFirst(name);
+                } else if (!name.regionMatches(true, 0, SERVER_HEADER_PREFIX, 0, SERVER_HEADER_PREFIX.length())) {
+                    headers.put(name, original.getHeaders().get(name));
+                }
+            }
+        }
+        headers.put(
+                NatsProducers.MSG_ID,
+                "idem-dlq:" + meta.getStream() + ":" + meta.getConsumer() + ":" + meta.streamSequence());
+        if (originalId != null) {
+            headers.put(IdempotentNatsConsumer.DLQ_MSG_ID, originalId);
+        }
+        headers.put(IdempotentNatsConsumer.DLQ_REASON, headerValue(outcome.reason()));
+        headers.put(IdempotentNatsConsumer.DLQ_OUTCOME, outcome.type().name());
+        headers.put(IdempotentNatsConsumer.DLQ_ATTEMPTS, Integer.toString(attempt));
+        headers.put(IdempotentNatsConsumer.DLQ_STREAM, meta.getStream());
+        headers.put(IdempotentNatsConsumer.DLQ_CONSUMER, meta.getConsumer());
+        headers.put(IdempotentNatsConsumer.DLQ_SUBJECT, original.getSubject());
+        headers.put(IdempotentNatsConsumer.DLQ_SEQUENCE, Long.toString(meta.streamSequence()));
+        jetStream.publish(NatsMessage.builder()
+                .subject(subject)
+                .headers(headers)
+                .data(original.getData() == null ? new byte[0] : original.getData())
+                .build());
+    }
+
+    /** Header values are printable ASCII on one line; anything else becomes {@code ?}. */
+    static String headerValue(String text) {
+        StringBuilder out = new StringBuilder(Math.min(text.length(), MAX_HEADER_VALUE));
+        for (int i = 0; i < text.length() && out.length() < MAX_HEADER_VALUE; i++) {
+            char c = text.charAt(i);
+            out.append(c >= 0x20 && c <= 0x7e ? c : '?');
+        }
+        return out.toString();
+    }
+}

@@ -1,0 +1,73 @@
+package dev.idem.nats;
+
+import dev.idem.IdempotencyEvent;
+import dev.idem.IdempotencyException;
+import dev.idem.IdempotencyKey;
+import dev.idem.IdempotencyListener;
+import dev.idem.Outcome;
+import java.time.Duration;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * Reports the consumer's signals to its listener as {@link IdempotencyEvent}s with source {@value #SOURCE}: a
+ * scheduled retry (nak with delay), a dead letter (stored, then terminated), a confirmed ack. A listener that throws is
+ * logged and ignored.
+ */
+final class NatsEvents {
+    static final String SOURCE = "nats";
+    private static final System.Logger LOG = System.getLogger(NatsEvents.class.getName());
+
+    private final IdempotencyListener listener;
+    private final String namespace;
+
+    /** @param namespace the durable consumer's name, under which keys are hashed for their log id */
+    NatsEvents(IdempotencyListener listener, String namespace) {
+        this.listener = listener;
+        this.namespace = namespace;
+    }
+
+    void retryScheduled(@Nullable String key, Outcome outcome, int attempt, Duration delay) {
+        emit(
+                IdempotencyEvent.Type.RETRY_SCHEDULED,
+                key,
+                outcome,
+                attempt,
+                "nak with delay " + delay.toMillis() + " ms");
+    }
+
+    void deadLettered(@Nullable String key, Outcome outcome, int attempt, String subject) {
+        emit(IdempotencyEvent.Type.DEAD_LETTERED, key, outcome, attempt, "published to " + subject + ", then term");
+    }
+
+    void committed(String key, Outcome outcome, int attempt) {
+        emit(IdempotencyEvent.Type.COMMITTED, key, outcome, attempt, "ack confirmed by the server");
+    }
+
+    private void emit(IdempotencyEvent.Type type, @Nullable String key, Outcome outcome, int attempt, String message) {
+        if (listener == IdempotencyListener.NONE) {
+            return;
+        }
+        try {
+            listener.onEvent(IdempotencyEvent.builder(type, namespace)
+                    .source(SOURCE)
+                    .outcome(outcome)
+                    .attempt(attempt)
+                    .keyLogId(logId(key))
+                    .message(message)
+                    .build());
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "listener failed on a " + type + " event; ignored", e);
+        }
+    }
+
+    private String logId(@Nullable String key) {
+        if (key == null) {
+            return "<no key>";
+        }
+        try {
+            return IdempotencyKey.of(namespace, key).logId();
+        } catch (IdempotencyException e) { // a key or a durable name the core refuses: no hash to show
+            return "<invalid>";
+        }
+    }
+}

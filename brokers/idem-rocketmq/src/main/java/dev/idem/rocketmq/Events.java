@@ -1,0 +1,107 @@
+package dev.idem.rocketmq;
+
+import dev.idem.IdempotencyEvent;
+import dev.idem.IdempotencyKey;
+import dev.idem.IdempotencyListener;
+import dev.idem.InvalidKeyException;
+import java.time.Clock;
+import java.time.Duration;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.jspecify.annotations.Nullable;
+
+/**
+ * What the listeners report to the {@link IdempotencyListener} (source {@value #SOURCE}, attempt {@code
+ * reconsumeTimes + 1}): retries scheduled, dead letters, acknowledgements, handlers that outran {@code
+ * consumeTimeout}. A listener that throws is logged and ignored.
+ */
+final class Events {
+    static final String SOURCE = "rocketmq";
+    private static final System.Logger LOG = System.getLogger(Events.class.getName());
+
+    private final String namespace;
+    private final IdempotencyListener listener;
+    private final Clock clock;
+
+    Events(String namespace, IdempotencyListener listener, Clock clock) {
+        this.namespace = namespace;
+        this.listener = listener;
+        this.clock = clock;
+    }
+
+    void committed(MessageExt message, Decision decision) {
+        emit(IdempotencyEvent.Type.COMMITTED, message, decision.key(), decision, where(message));
+    }
+
+    void retryScheduled(MessageExt message, Decision decision, int delayLevel) {
+        emit(
+                IdempotencyEvent.Type.RETRY_SCHEDULED,
+                message,
+                decision.key(),
+                decision,
+                where(message) + " retried after " + decision.delay().toMillis() + " ms"
+                        + (delayLevel > 0 ? " (delay level " + delayLevel + ")" : ""));
+    }
+
+    void deadLettered(MessageExt message, Decision decision) {
+        LOG.log(
+                System.Logger.Level.WARNING,
+                "{0} {1} dead-lettered ({2}): {3}",
+                namespace,
+                where(message),
+                decision.outcome().type(),
+                decision.outcome().reason());
+        emit(
+                IdempotencyEvent.Type.DEAD_LETTERED,
+                message,
+                decision.key(),
+                decision,
+                where(message) + ": " + decision.outcome().reason());
+    }
+
+    void handlerTimeout(String key, MessageExt message, Duration elapsed, Duration consumeTimeout) {
+        String text = where(message) + ": the handler ran " + elapsed.toMillis() + " ms, longer than consumeTimeout ("
+                + consumeTimeout.toMillis() + " ms); RocketMQ sent the message back meanwhile (apache/rocketmq#1600),"
+                + " so its copy meets the guard";
+        LOG.log(System.Logger.Level.WARNING, "{0} {1}", namespace, text);
+        emit(IdempotencyEvent.Type.HANDLER_TIMEOUT, message, key, null, text);
+    }
+
+    private void emit(
+            IdempotencyEvent.Type type,
+            MessageExt message,
+            @Nullable String key,
+            @Nullable Decision decision,
+            String text) {
+        if (listener == IdempotencyListener.NONE) {
+            return;
+        }
+        IdempotencyEvent event = IdempotencyEvent.builder(type, namespace)
+                .source(SOURCE)
+                .outcome(decision == null ? null : decision.outcome())
+                .attempt(message.getReconsumeTimes() + 1)
+                .keyLogId(logId(key))
+                .time(clock.instant())
+                .message(text)
+                .build();
+        try {
+            listener.onEvent(event);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "listener failed on " + type + "; ignored", e);
+        }
+    }
+
+    private String logId(@Nullable String key) {
+        if (key == null) {
+            return "<none>";
+        }
+        try {
+            return IdempotencyKey.of(namespace, key).logId();
+        } catch (InvalidKeyException e) {
+            return "<invalid>";
+        }
+    }
+
+    private static String where(MessageExt message) {
+        return message.getTopic() + "-" + message.getQueueId() + "@" + message.getQueueOffset();
+    }
+}

@@ -1,0 +1,128 @@
+package dev.idem.spring;
+
+import dev.idem.ConfigurationException;
+import dev.idem.Delivery;
+import dev.idem.Guard;
+import dev.idem.Outcome;
+import java.lang.reflect.Method;
+import java.lang.reflect.UndeclaredThrowableException;
+import java.sql.Connection;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import javax.sql.DataSource;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.jspecify.annotations.Nullable;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.expression.EvaluationException;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * Runs {@link Idempotent} methods through their namespace's guard: the inbox on the transaction's own connection when
+ * a Spring transaction holds a connection of the application's data source, else the lease guard. See {@link
+ * Idempotent} for what each outcome does.
+ */
+final class IdempotentInterceptor implements MethodInterceptor {
+    private final IdempotentGuards guards;
+    private final Function<Method, IdempotentMethod> parse;
+    private final Map<Method, IdempotentMethod> methods = new ConcurrentHashMap<>();
+
+    IdempotentInterceptor(IdempotentGuards guards, @Nullable String defaultNamespace, ResultCodec codec) {
+        this.guards = guards;
+        this.parse = method -> new IdempotentMethod(
+                method, AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class), defaultNamespace, codec);
+    }
+
+    @Override
+    public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
+        Object target = invocation.getThis();
+        Method method = AopUtils.getMostSpecificMethod(invocation.getMethod(), target.getClass());
+        IdempotentMethod m = methods.computeIfAbsent(method, parse);
+        String key;
+        String fingerprint;
+        try {
+            key = m.key(target, invocation.getArguments());
+            fingerprint = m.fingerprint(target, invocation.getArguments());
+        } catch (EvaluationException e) {
+            throw new IdempotentRejectedException(
+                    m.namespace(),
+                    Outcome.rejected("the key or fingerprint expression failed on this message: " + e.getMessage(), e));
+        }
+        Call call = new Call(invocation, m.codec());
+        Outcome outcome = inTransaction() ? joined(m, key, fingerprint, call) : leased(m, key, fingerprint, call);
+        return call.answer(m, outcome);
+    }
+
+    private boolean inTransaction() {
+        DataSource ds = guards.dataSource();
+        return ds != null
+                && TransactionSynchronizationManager.isActualTransactionActive()
+                && TransactionSynchronizationManager.hasResource(ds);
+    }
+
+    private Outcome joined(IdempotentMethod m, String key, @Nullable String fingerprint, Call call) {
+        DataSource ds = guards.dataSource();
+        Connection connection = DataSourceUtils.getConnection(ds);
+        try {
+            return guards.inbox(m.namespace()).handle(connection, key, fingerprint, c -> call.run());
+        } finally {
+            DataSourceUtils.releaseConnection(connection, ds);
+        }
+    }
+
+    private Outcome leased(IdempotentMethod m, String key, @Nullable String fingerprint, Call call) {
+        Guard guard = guards.guard(m.namespace());
+        if (guard == null) {
+            throw new ConfigurationException("@Idempotent method in namespace '" + m.namespace()
+                    + "' was called outside a transaction of the application's DataSource and there is no lease"
+                    + " store: call it inside @Transactional, or configure idem.redis.uri (or a Redis connection),"
+                    + " or enable the database lease store (idem.jdbc.lease-store=true)");
+        }
+        return guard.handle(Delivery.of(key, fingerprint), ctx -> call.run());
+    }
+
+    /** One invocation of the method: runs it at most once and remembers what it returned or threw. */
+    private static final class Call {
+        private final MethodInvocation invocation;
+        private final ResultCodec codec;
+        private boolean ran;
+        private @Nullable Object result;
+        private @Nullable Throwable thrown;
+
+        Call(MethodInvocation invocation, ResultCodec codec) {
+            this.invocation = invocation;
+            this.codec = codec;
+        }
+
+        Outcome run() throws Exception {
+            ran = true;
+            try {
+                result = invocation.proceed();
+            } catch (Exception | Error e) {
+                thrown = e;
+                throw e;
+            } catch (Throwable t) {
+                thrown = t;
+                throw new UndeclaredThrowableException(t);
+            }
+            return Outcome.processed(codec.encode(result));
+        }
+
+        @Nullable
+        Object answer(IdempotentMethod m, Outcome outcome) throws Throwable {
+            if (thrown != null) {
+                throw thrown;
+            }
+            return switch (outcome.type()) {
+                case PROCESSED -> result;
+                case DUPLICATE -> ran ? result : codec.decode(outcome.result().orElse(null), m.returnType());
+                case IN_PROGRESS, OUT_OF_ORDER, FAILED ->
+                    throw IdempotentRetryLaterException.of(m.namespace(), outcome);
+                case REJECTED -> throw new IdempotentRejectedException(m.namespace(), outcome);
+            };
+        }
+    }
+}

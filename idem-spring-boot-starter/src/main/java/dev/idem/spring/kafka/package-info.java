@@ -1,0 +1,5 @@
+/** Part of the Idem Spring Boot starter. */
+@NullMarked
+package dev.idem.spring.kafka;
+
+import org.jspecify.annotations.NullMarked;

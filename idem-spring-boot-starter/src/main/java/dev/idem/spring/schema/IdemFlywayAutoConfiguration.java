@@ -1,0 +1,25 @@
+package dev.idem.spring.schema;
+
+import dev.idem.spring.IdemProperties;
+import org.flywaydb.core.api.migration.JavaMigration;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+
+/**
+ * When the application has Flyway, adds Idem's tables to its migrations ({@link IdemFlywayMigration}; Spring Boot's
+ * Flyway runs every {@link JavaMigration} bean). Off with {@code idem.jdbc.flyway=false}.
+ */
+@AutoConfiguration(beforeName = "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration")
+@ConditionalOnClass(JavaMigration.class)
+@ConditionalOnProperty(prefix = "idem.jdbc", name = "flyway", matchIfMissing = true)
+@EnableConfigurationProperties(IdemProperties.class)
+public class IdemFlywayAutoConfiguration {
+
+    @Bean
+    IdemFlywayMigration idemFlywayMigration(IdemProperties properties) {
+        return new IdemFlywayMigration(properties.getJdbc().getTable());
+    }
+}

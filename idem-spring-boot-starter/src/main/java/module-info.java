@@ -1,0 +1,53 @@
+/**
+ * Idem for Spring Boot: {@code @Idempotent}, the auto-configuration, spring-kafka error handling, the Flyway and
+ * Liquibase migrations, health and the re-arm endpoint. Everything beyond the core, the JDBC store and Spring's own
+ * modules is optional and configured only when present.
+ */
+module dev.idem.spring {
+    requires transitive dev.idem.core;
+    requires transitive dev.idem.jdbc;
+    requires transitive spring.aop;
+    requires transitive spring.beans;
+    requires transitive spring.boot;
+    requires transitive spring.boot.autoconfigure;
+    requires transitive spring.context;
+    requires transitive spring.core;
+    requires spring.expression;
+    requires spring.jdbc;
+    requires spring.tx;
+    requires static dev.idem.micrometer;
+    requires static dev.idem.redis;
+    requires static flyway.core;
+    requires static kafka.clients;
+    requires static lettuce.core;
+    requires static liquibase.core;
+    requires static micrometer.core;
+    requires static org.jspecify;
+    requires static spring.boot.actuator;
+    requires static spring.boot.actuator.autoconfigure;
+    requires static spring.boot.health;
+    requires static spring.data.redis;
+    requires static spring.kafka;
+
+    exports dev.idem.spring;
+    exports dev.idem.spring.actuate;
+    exports dev.idem.spring.kafka;
+    exports dev.idem.spring.schema;
+
+    opens dev.idem.spring to
+            spring.core,
+            spring.beans,
+            spring.context;
+    opens dev.idem.spring.actuate to
+            spring.core,
+            spring.beans,
+            spring.context;
+    opens dev.idem.spring.kafka to
+            spring.core,
+            spring.beans,
+            spring.context;
+    opens dev.idem.spring.schema to
+            spring.core,
+            spring.beans,
+            spring.context;
+}

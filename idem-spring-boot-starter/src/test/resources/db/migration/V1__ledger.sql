@@ -1,0 +1,1 @@
+CREATE TABLE ledger (payment_id VARCHAR(64) NOT NULL, entry VARCHAR(200) NOT NULL);

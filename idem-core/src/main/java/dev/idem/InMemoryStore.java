@@ -123,6 +123,12 @@ public final class InMemoryStore implements IdempotencyStore {
     @Override
     public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
         Instant now = ensureOpenAndNow();
+        Entry current = entries.get(key.storageId());
+        if (current != null
+                && current.state() == StoredRecord.State.DONE
+                && current.owner().equals(owner)) {
+            return UpdateResult.APPLIED; // the owner's completion, sent again after its reply was lost
+        }
         return update(
                 key,
                 owner,

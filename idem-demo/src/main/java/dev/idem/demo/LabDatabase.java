@@ -3,8 +3,8 @@ package dev.idem.demo;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Outcome;
+import dev.idem.jdbc.OwnTransaction;
 import dev.idem.jdbc.TransactionalHandler;
-import dev.idem.jdbc.Transactions;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -137,7 +137,7 @@ final class LabDatabase implements AutoCloseable {
 
     /** Runs {@code work} in a transaction: commit when its outcome is final, roll back otherwise or on error. */
     Outcome inTransaction(TransactionalHandler work) {
-        return Transactions.run(dataSource, work);
+        return OwnTransaction.of(dataSource).run(work);
     }
 
     long queryLong(String sql) throws SQLException {

@@ -6,8 +6,8 @@ import dev.idem.Outcome;
 import dev.idem.StateMachine;
 import dev.idem.jdbc.Assignments;
 import dev.idem.jdbc.JdbcInbox;
-import dev.idem.jdbc.SideEffect;
 import dev.idem.jdbc.StateMachineGuard;
+import dev.idem.jdbc.TransactionalHandler;
 import dev.idem.jdbc.UniqueRowGuard;
 import dev.idem.jdbc.VersionGuard;
 import dev.idem.spi.IdempotencyStore;
@@ -114,14 +114,14 @@ final class Strategies {
                 return db.inTransaction(c -> {
                     d.insideEffect();
                     if (e.type() == OrderEvent.Type.CREATE) {
-                        return create.insertOnce(c, newOrder(e), SideEffect.NONE);
+                        return create.insertOnce(c, newOrder(e), TransactionalHandler.NONE);
                     }
                     return guard.apply(
                             c,
                             e.orderId(),
                             e.type().name(),
                             Assignments.of().add("version", 1),
-                            e.type() == OrderEvent.Type.PAY ? conn -> book.debit(conn, e) : SideEffect.NONE);
+                            e.type() == OrderEvent.Type.PAY ? debit(book, e) : TransactionalHandler.NONE);
                 });
             }
         };
@@ -143,7 +143,7 @@ final class Strategies {
                 return db.inTransaction(c -> {
                     d.insideEffect();
                     if (e.type() == OrderEvent.Type.CREATE) {
-                        return create.insertOnce(c, newOrder(e), SideEffect.NONE);
+                        return create.insertOnce(c, newOrder(e), TransactionalHandler.NONE);
                     }
                     String target = ORDER_LIFECYCLE.targetOf(e.type().name());
                     return guard.apply(
@@ -151,9 +151,17 @@ final class Strategies {
                             e.orderId(),
                             e.version(),
                             Assignments.of().set("status", target),
-                            e.type() == OrderEvent.Type.PAY ? conn -> book.debit(conn, e) : SideEffect.NONE);
+                            e.type() == OrderEvent.Type.PAY ? debit(book, e) : TransactionalHandler.NONE);
                 });
             }
+        };
+    }
+
+    /** The order's charge, as a guard's side effect. */
+    private static TransactionalHandler debit(OrderBook book, OrderEvent e) {
+        return conn -> {
+            book.debit(conn, e);
+            return Outcome.processed();
         };
     }
 

@@ -6,8 +6,10 @@ import dev.idem.StateMachine;
 import dev.idem.bench.e2e.Contender.Answer;
 import dev.idem.bench.e2e.Workload.Delivery;
 import dev.idem.bench.e2e.Workload.Payment;
+import dev.idem.jdbc.Assignments;
 import dev.idem.jdbc.JdbcInbox;
 import dev.idem.jdbc.JdbcStore;
+import dev.idem.jdbc.OwnTransaction;
 import dev.idem.jdbc.StateMachineGuard;
 import dev.idem.jdbc.UniqueRowGuard;
 import dev.idem.spi.IdempotencyStore;
@@ -209,10 +211,14 @@ final class JdbcContenders {
         return new Simple(
                 "idem-state-machine", "Idem state-machine guard (`StateMachineGuard`, PENDING → PAID)", env -> {
                     Bank bank = env.bank();
+                    OwnTransaction own = OwnTransaction.of(bank.dataSource());
                     return batch -> {
                         Delivery d = batch.get(0);
                         Outcome outcome =
-                                payments.apply(bank.dataSource(), d.payment().id(), "PAY", c -> bank.debit(c, d));
+                                own.run(c -> payments.apply(c, d.payment().id(), "PAY", Assignments.of(), c2 -> {
+                                    bank.debit(c2, d);
+                                    return Outcome.processed();
+                                }));
                         if (outcome.type() == Outcome.Type.PROCESSED) {
                             bank.crashAfterCommitIfAsked(d);
                         }
@@ -259,10 +265,14 @@ final class JdbcContenders {
                 Delivery d = batch.get(0);
                 Payment p = d.payment();
                 Outcome outcome = guard.handle(dev.idem.Delivery.of(d.key()), context -> {
-                    Outcome applied = ledger.insertOnce(
-                            bank.dataSource(),
-                            Map.of("payment_id", p.id(), "account_id", p.account(), "amount", p.amount()),
-                            c -> bank.debitAccount(c, d));
+                    Outcome applied = OwnTransaction.of(bank.dataSource())
+                            .run(c -> ledger.insertOnce(
+                                    c,
+                                    Map.of("payment_id", p.id(), "account_id", p.account(), "amount", p.amount()),
+                                    c2 -> {
+                                        bank.debitAccount(c2, d);
+                                        return Outcome.processed();
+                                    }));
                     if (applied.type() == Outcome.Type.PROCESSED) {
                         bank.crashAfterCommitIfAsked(d);
                     }

@@ -190,10 +190,20 @@ final class RedisContenders {
                             current[0] = i;
                             Delivery d = batch.get(i);
                             Payment p = d.payment();
-                            Outcome o = ledger.insertOnce(
-                                    c,
-                                    Map.of("payment_id", p.id(), "account_id", p.account(), "amount", p.amount()),
-                                    tx -> bank.debitAccount(tx, d));
+                            Outcome o;
+                            try {
+                                o = ledger.insertOnce(
+                                        c,
+                                        Map.of("payment_id", p.id(), "account_id", p.account(), "amount", p.amount()),
+                                        tx -> {
+                                            bank.debitAccount(tx, d);
+                                            return Outcome.processed();
+                                        });
+                            } catch (SQLException | RuntimeException e) {
+                                throw e;
+                            } catch (Exception e) {
+                                throw new IllegalStateException("the ledger insert failed", e);
+                            }
                             if (o.type() == Outcome.Type.PROCESSED) {
                                 done.add(i);
                             }

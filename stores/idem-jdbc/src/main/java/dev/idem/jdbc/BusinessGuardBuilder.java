@@ -10,6 +10,7 @@ import org.jspecify.annotations.Nullable;
 public abstract class BusinessGuardBuilder<B extends BusinessGuardBuilder<B>> {
     private @Nullable String table;
     private String idColumn = "id";
+    private @Nullable String fingerprintColumn;
 
     BusinessGuardBuilder() {}
 
@@ -25,13 +26,24 @@ public abstract class BusinessGuardBuilder<B extends BusinessGuardBuilder<B>> {
         return self();
     }
 
+    /**
+     * A text column (e.g. {@code VARCHAR(128)}) in which each applied change records its event's fingerprint, so that
+     * a later delivery that finds the change already made can tell the same event ({@code DUPLICATE}) from a
+     * different one ({@code REJECTED}). Only the guard that supports it and the applies given a fingerprint use it.
+     * Default none.
+     */
+    B fingerprintColumn(String column) {
+        this.fingerprintColumn = Schema.identifier("fingerprintColumn", column);
+        return self();
+    }
+
     /** The guarded column of the configured table; refuses to build without a table. */
     GuardedRow row(String guard, String column, String exampleTable) {
         if (table == null) {
             throw new ConfigurationException(
                     "a " + guard + " needs the business table: call .table(\"" + exampleTable + "\")");
         }
-        return new GuardedRow(table, idColumn, column);
+        return new GuardedRow(table, idColumn, column, fingerprintColumn);
     }
 
     @SuppressWarnings("unchecked")

@@ -1,6 +1,5 @@
 package dev.idem.jdbc;
 
-import dev.idem.jdbc.JdbcStore.Dialect;
 import java.time.Clock;
 import java.util.Objects;
 import javax.sql.DataSource;

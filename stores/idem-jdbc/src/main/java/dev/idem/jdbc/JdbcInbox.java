@@ -10,7 +10,6 @@ import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
 import dev.idem.StoreUnavailableException;
 import dev.idem.internal.SafeListener;
-import dev.idem.jdbc.JdbcStore.Dialect;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
@@ -125,22 +124,7 @@ public final class JdbcInbox {
         long start = System.nanoTime();
         Outcome[] outcomes = new Outcome[deliveries.size()];
         Map<String, Pending> pending = group(deliveries, outcomes);
-        List<Pending> work = new ArrayList<>(pending.values());
-        for (int deadlocks = 0; !work.isEmpty(); ) {
-            work.forEach(Pending::reset);
-            Attempt attempt = runOwned(work);
-            if (attempt.unfinished() != null) {
-                work.remove(attempt.unfinished());
-            } else if (attempt.failure() == null) {
-                break;
-            } else if (attempt.failure() != RETRY || deadlocks++ >= deadlockRetries) {
-                Outcome answer = attempt.failure() == RETRY
-                        ? Outcome.inProgress("deadlock persisted after " + deadlocks + " attempts", null)
-                        : attempt.failure();
-                work.forEach(p -> p.outcome = answer);
-                break;
-            }
-        }
+        settle(new ArrayList<>(pending.values()));
         for (Pending p : pending.values()) {
             outcomes[p.firstIndex] = p.outcome;
             for (int i : p.laterIndexes) {
@@ -153,16 +137,58 @@ public final class JdbcInbox {
         return List.of(outcomes);
     }
 
+    /**
+     * Runs {@code work} in owned transactions until each has its outcome: a handler that does not end final is left
+     * out of the next run; a deadlock reruns the rest; a commit the database refuses splits the work in halves, each
+     * run on its own, so that the one message the database refuses ends {@code FAILED} and the others commit.
+     */
+    private void settle(List<Pending> work) {
+        for (int deadlocks = 0; !work.isEmpty(); ) {
+            work.forEach(Pending::reset);
+            Attempt attempt = runOwned(work);
+            if (attempt.unfinished() != null) {
+                work.remove(attempt.unfinished());
+            } else if (attempt.failure() == null) {
+                return;
+            } else if (attempt.failure() == RETRY) {
+                if (deadlocks++ >= deadlockRetries) {
+                    Outcome persisted = Outcome.inProgress("deadlock persisted after " + deadlocks + " attempts", null);
+                    work.forEach(p -> p.outcome = persisted);
+                    return;
+                }
+            } else if (attempt.failure() == REFUSED && work.size() > 1) {
+                int half = work.size() / 2;
+                settle(new ArrayList<>(work.subList(0, half)));
+                settle(new ArrayList<>(work.subList(half, work.size())));
+                return;
+            } else {
+                Outcome answer = attempt.failure() == REFUSED ? attempt.refusal() : attempt.failure();
+                work.forEach(p -> p.outcome = answer);
+                return;
+            }
+        }
+    }
+
     /** Marks a deadlock to retry; never handed to a caller. */
     private static final Outcome RETRY = Outcome.inProgress("retry", null);
 
+    /** Marks a commit the database refused; never handed to a caller ({@link Attempt#refusal()} is). */
+    private static final Outcome REFUSED = Outcome.failed("refused", null);
+
     /**
-     * How one transaction ended: committed (both null), rolled back because a handler did not end final ({@code
-     * unfinished}, whose outcome is set; the others run again without it), or failed ({@code failure}).
+     * How one transaction ended: committed (all null), rolled back because a handler did not end final ({@code
+     * unfinished}, whose outcome is set; the others run again without it), or failed ({@code failure}; for {@link
+     * #REFUSED}, {@code refusal} is the outcome to report).
      */
     private record Attempt(
-            @Nullable Pending unfinished, @Nullable Outcome failure) {
-        static final Attempt COMMITTED = new Attempt(null, null);
+            @Nullable Pending unfinished,
+            @Nullable Outcome failure,
+            @Nullable Outcome refusal) {
+        static final Attempt COMMITTED = new Attempt(null, null, null);
+
+        static Attempt failed(Outcome failure) {
+            return new Attempt(null, failure, null);
+        }
     }
 
     /**
@@ -170,28 +196,56 @@ public final class JdbcInbox {
      * does not end final rolls the whole transaction back and is left out of the next attempt.
      */
     private Attempt runOwned(List<Pending> work) {
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                Pending unfinished = process(c, work);
-                if (unfinished == null) {
-                    c.commit();
-                    return Attempt.COMMITTED;
-                }
-                c.rollback();
-                return new Attempt(unfinished, null);
-            } catch (SQLException | RuntimeException e) {
-                JdbcStore.rollbackQuietly(c);
-                throw e;
-            } finally {
-                if (autoCommit) {
-                    c.setAutoCommit(true);
-                }
+        try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, sql.dialect, false)) {
+            Connection c = tx.connection();
+            String owner = newOwner();
+            Pending unfinished = process(c, work, owner);
+            if (unfinished != null) {
+                tx.rollback();
+                return new Attempt(unfinished, null, null);
             }
+            if (!marksStillOurs(c, work, owner)) {
+                tx.rollback();
+                return Attempt.failed(RETRY);
+            }
+            OwnedTransaction.Commit commit = tx.commit();
+            return switch (commit.fate()) {
+                case COMMITTED -> Attempt.COMMITTED;
+                case REFUSED -> commit.retryable() ? Attempt.failed(RETRY) : refused(commit);
+                case UNKNOWN -> Attempt.failed(failure(Objects.requireNonNull(commit.cause())));
+            };
         } catch (SQLException e) {
-            return new Attempt(null, failure(e));
+            return Attempt.failed(failure(e));
         }
+    }
+
+    private Attempt refused(OwnedTransaction.Commit commit) {
+        SQLException cause = Objects.requireNonNull(commit.cause());
+        Outcome refusal = SqlErrors.isTransactionAborted(cause)
+                ? Outcome.failed(
+                        "the handler answered a final outcome after one of its own statements failed, which aborted"
+                                + " the transaction: nothing of it was committed; let the statement's exception"
+                                + " propagate",
+                        cause)
+                : Outcome.failed(
+                        "the database refused the commit (" + SqlErrors.describe(cause) + "): nothing was applied",
+                        cause);
+        return new Attempt(null, REFUSED, refusal);
+    }
+
+    /**
+     * MariaDB/MySQL and H2 roll back a deadlock victim's whole transaction, marks included; a handler that catches
+     * the deadlock and carries on writes into a new transaction that holds no mark. Counts the marks this
+     * transaction inserted (one round trip per transaction); PostgreSQL needs no count, an aborted transaction is
+     * detected before the commit.
+     */
+    private boolean marksStillOurs(Connection c, List<Pending> work, String owner) throws SQLException {
+        if (sql.dialect == Dialect.POSTGRESQL) {
+            return true;
+        }
+        List<String> claimed =
+                work.stream().filter(p -> p.claimed).map(p -> p.id).toList();
+        return claimed.isEmpty() || sql.countOwned(c, claimed, owner) == claimed.size();
     }
 
     // ---------------------------------------------------------------- caller's transaction
@@ -238,14 +292,17 @@ public final class JdbcInbox {
                 throw callerTransactionLost(e);
             }
             try {
-                process(c, List.of(p));
+                process(c, List.of(p), newOwner());
                 if (p.outcome.isFinal()) {
-                    releaseQuietly(c, savepoint);
+                    release(c, savepoint);
                 } else {
                     c.rollback(savepoint);
                 }
                 return p.outcome;
             } catch (SQLException e) {
+                if (sql.dialect == Dialect.POSTGRESQL && "40001".equals(e.getSQLState())) {
+                    throw snapshotTooOld(e);
+                }
                 try {
                     c.rollback(savepoint);
                 } catch (SQLException lost) {
@@ -261,6 +318,33 @@ public final class JdbcInbox {
                 }
             }
         }
+    }
+
+    /**
+     * Releases the handling's savepoint. On MariaDB/MySQL and H2 a savepoint that is gone proves that the database
+     * rolled the caller's whole transaction back under the handler (a deadlock it caught), mark included.
+     */
+    private void release(Connection c, Savepoint savepoint) {
+        try {
+            c.releaseSavepoint(savepoint);
+        } catch (SQLException e) {
+            if (sql.dialect != Dialect.POSTGRESQL) {
+                throw callerTransactionLost(e);
+            }
+            // PostgreSQL: releasing only frees resources early; the savepoint ends with the transaction anyway.
+        }
+    }
+
+    /**
+     * PostgreSQL at REPEATABLE READ or SERIALIZABLE: a copy's mark committed after the caller's snapshot cannot be
+     * read nor skipped in this transaction (a serialization failure); only a new transaction sees it.
+     */
+    static RetryLaterException snapshotTooOld(SQLException e) {
+        return new RetryLaterException(
+                "the caller's transaction runs at REPEATABLE READ or SERIALIZABLE and its snapshot predates a row"
+                        + " another transaction committed for the same key (" + SqlErrors.describe(e) + "): roll it"
+                        + " back and run it again (its new snapshot answers DUPLICATE), or run at READ COMMITTED",
+                e);
     }
 
     private RetryLaterException callerTransactionLost(SQLException e) {
@@ -332,8 +416,7 @@ public final class JdbcInbox {
      * outcome is set and the transaction may commit. Throws the SQLExceptions of its own statements, and a handler's
      * deadlock, for the caller to roll back and retry.
      */
-    private @Nullable Pending process(Connection c, List<Pending> work) throws SQLException {
-        String owner = newOwner();
+    private @Nullable Pending process(Connection c, List<Pending> work, String owner) throws SQLException {
         long now = databaseClock ? sql.databaseNowMillis(c) : clock.millis();
         long expiresAt = now + retention.toMillis();
         List<Pending> sorted = new ArrayList<>(work);
@@ -356,7 +439,7 @@ public final class JdbcInbox {
             if (row == null) {
                 p.outcome = Outcome.inProgress("the key's mark was removed while it was read; retry", null);
             } else if (!row.live(now)) {
-                p.claimed = sql.replaceExpired(c, p.id, owner, now, expiresAt, p.fingerprint);
+                p.claimed = sql.replaceExpired(c, p.id, owner, now, expiresAt, p.fingerprint, lockWaitSeconds);
                 if (!p.claimed) {
                     p.outcome = Outcome.inProgress("another consumer renewed the key's expired mark; retry", null);
                 }
@@ -486,14 +569,6 @@ public final class JdbcInbox {
                     .outcome(outcomes[i])
                     .elapsed(elapsed)
                     .build());
-        }
-    }
-
-    private static void releaseQuietly(Connection c, Savepoint sp) {
-        try {
-            c.releaseSavepoint(sp);
-        } catch (SQLException ignored) {
-            // Releasing only frees resources early; the savepoint ends with the transaction anyway.
         }
     }
 

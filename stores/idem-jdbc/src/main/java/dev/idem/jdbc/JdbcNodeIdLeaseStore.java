@@ -6,7 +6,6 @@ import dev.idem.IdempotencyKey;
 import dev.idem.StoreUnavailableException;
 import dev.idem.id.spi.NodeIdGrant;
 import dev.idem.id.spi.NodeIdLeaseStore;
-import dev.idem.jdbc.JdbcStore.Dialect;
 import dev.idem.spi.UpdateResult;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -296,18 +295,8 @@ public final class JdbcNodeIdLeaseStore implements NodeIdLeaseStore {
         if (closed) {
             throw new StoreUnavailableException(description, "the store is closed", null);
         }
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            if (!autoCommit) {
-                c.setAutoCommit(true);
-            }
-            try {
-                return work.run(c);
-            } finally {
-                if (!autoCommit) {
-                    c.setAutoCommit(false);
-                }
-            }
+        try {
+            return AutoCommit.run(dataSource, work::run);
         } catch (SQLException e) {
             throw translate(e, what);
         }

@@ -10,7 +10,6 @@ import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -56,17 +55,6 @@ import org.jspecify.annotations.Nullable;
  */
 public final class JdbcStore implements IdempotencyStore {
 
-    /** The SQL dialects Idem speaks. Detected from the connection's product name unless set on the builder. */
-    public enum Dialect {
-        POSTGRESQL,
-        /** MariaDB 10.5 or later (sequences, {@code INSERT ... RETURNING}). */
-        MARIADB,
-        /** MySQL 8: transactional mode only (no sequences for lease-mode fencing tokens). */
-        MYSQL,
-        /** H2 2.x. */
-        H2
-    }
-
     private static final int CLAIM_ATTEMPTS = 100;
     private static final int DEADLOCK_RETRIES = 5;
 
@@ -97,31 +85,32 @@ public final class JdbcStore implements IdempotencyStore {
     @Override
     public ClaimResult claim(ClaimRequest request) {
         checkFingerprint(request.fingerprint());
-        return inTransaction("claim " + request.key().logId(), c -> claimIn(c, request));
+        return inTransaction("claim " + request.key().logId(), tx -> claimIn(tx, request));
     }
 
-    private ClaimResult claimIn(Connection c, ClaimRequest request) throws SQLException {
+    private ClaimResult claimIn(OwnedTransaction tx, ClaimRequest request) throws SQLException {
         String id = request.key().storageId();
-        long now = now(c);
+        long now = now(tx.connection());
         long leaseUntil = now + request.lease().toMillis();
         for (int attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+            Connection c = tx.connection();
             Row row = sql.select(c, id, Sql.Lock.EXCLUSIVE);
             if (row == null) {
                 Map<String, Long> inserted = sql.insertClaims(
                         c, List.of(new Sql.NewClaim(id, request.owner(), leaseUntil, request.fingerprint())));
                 if (inserted.containsKey(id)) {
-                    c.commit();
+                    commit(tx);
                     return new ClaimResult.Claimed(request.owner(), inserted.get(id), Instant.ofEpochMilli(leaseUntil));
                 }
                 // Another transaction inserted the key meanwhile. Start over in a new transaction, so that the
                 // shared lock the conflicting insert took (MySQL) is not upgraded: two upgrades deadlock.
-                c.rollback();
+                tx.rollback();
                 continue;
             }
             List<Sql.Reclaim> reclaims = new ArrayList<>(1);
             ClaimResult result = decide(c, row, request, id, now, leaseUntil, reclaims);
             sql.reclaim(c, reclaims);
-            c.commit();
+            commit(tx);
             return result;
         }
         throw new StoreUnavailableException(
@@ -185,7 +174,8 @@ public final class JdbcStore implements IdempotencyStore {
                 .boxed()
                 .sorted(Comparator.comparing(i -> requests.get(i).key().storageId(), Sql.ID_ORDER))
                 .toList();
-        ClaimResult[] results = inTransaction("claim of " + requests.size() + " keys", c -> {
+        ClaimResult[] results = inTransaction("claim of " + requests.size() + " keys", tx -> {
+            Connection c = tx.connection();
             ClaimResult[] answers = new ClaimResult[requests.size()];
             long now = now(c);
             List<String> ids =
@@ -206,7 +196,7 @@ public final class JdbcStore implements IdempotencyStore {
             }
             Map<String, Long> tokens = sql.insertClaims(c, fresh);
             sql.reclaim(c, reclaims);
-            c.commit();
+            commit(tx);
             for (int i : order) {
                 ClaimRequest r = requests.get(i);
                 Long token = tokens.get(r.key().storageId());
@@ -234,7 +224,7 @@ public final class JdbcStore implements IdempotencyStore {
         return inAutoCommit("complete " + key.logId(), c -> {
             long now = now(c);
             int n = sql.complete(c, key.storageId(), owner, now, now + retention.toMillis(), result);
-            return n == 1 ? UpdateResult.APPLIED : missed(c, key, now);
+            return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now);
         });
     }
 
@@ -255,9 +245,25 @@ public final class JdbcStore implements IdempotencyStore {
         });
     }
 
+    /**
+     * A completion retried by its owner after a lost reply finds its own completion: applied. Anything else is why
+     * the owner-checked statement changed nothing.
+     */
+    private UpdateResult completedAlready(Connection c, IdempotencyKey key, String owner, long now)
+            throws SQLException {
+        Row row = sql.select(c, key.storageId(), Sql.Lock.NONE);
+        if (row != null && row.done() && row.owner().equals(owner)) {
+            return UpdateResult.APPLIED;
+        }
+        return missed(row, now);
+    }
+
     /** Why an owner-checked statement changed nothing. */
     private UpdateResult missed(Connection c, IdempotencyKey key, long now) throws SQLException {
-        Row row = sql.select(c, key.storageId(), Sql.Lock.NONE);
+        return missed(sql.select(c, key.storageId(), Sql.Lock.NONE), now);
+    }
+
+    private static UpdateResult missed(@Nullable Row row, long now) {
         if (row == null || (row.done() && !row.live(now))) {
             return UpdateResult.NOT_FOUND;
         }
@@ -285,9 +291,9 @@ public final class JdbcStore implements IdempotencyStore {
     // ---------------------------------------------------------------- purge
 
     /**
-     * Deletes completions whose retention has ended, in batches of {@code purgeBatchSize} rows, each its own short
-     * transaction, until none is left; returns how many it deleted. Claims in progress are never touched, expired
-     * or not (an expired claim is taken over by the next delivery). Uses the index on {@code expires_at}.
+     * Deletes completions whose retention has ended and claims whose lease ran out (a crashed consumer's claim that
+     * no redelivery took over), in batches of {@code purgeBatchSize} rows, each its own short transaction, until
+     * none is left; returns how many it deleted. Live claims are never touched. Uses the index on {@code expires_at}.
      */
     public int purgeExpired() {
         return Purge.run(dataSource, sql, purgeBatchSize, this::purgeNow, description);
@@ -334,28 +340,21 @@ public final class JdbcStore implements IdempotencyStore {
         T run(Connection c) throws SQLException;
     }
 
-    /** Runs {@code work} in a transaction of its own (read committed on MySQL: no gap locks), retrying deadlocks. */
-    private <T> T inTransaction(String what, Work<T> work) {
+    @FunctionalInterface
+    private interface TransactionWork<T> {
+        T run(OwnedTransaction tx) throws SQLException;
+    }
+
+    /**
+     * Runs {@code work} in a transaction of its own (read committed on MySQL: no gap locks), retrying deadlocks. A
+     * commit whose fate is unknown raises {@link StoreUnavailableException}: the guard answers {@code IN_PROGRESS}
+     * and the redelivery finds out.
+     */
+    private <T> T inTransaction(String what, TransactionWork<T> work) {
         ensureOpen();
         for (int attempt = 1; ; attempt++) {
-            try (Connection c = dataSource.getConnection()) {
-                boolean autoCommit = c.getAutoCommit();
-                c.setAutoCommit(false);
-                try {
-                    if (sql.mysqlFamily()) {
-                        try (Statement s = c.createStatement()) {
-                            s.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
-                        }
-                    }
-                    return work.run(c);
-                } catch (SQLException | RuntimeException e) {
-                    rollbackQuietly(c);
-                    throw e;
-                } finally {
-                    if (autoCommit) {
-                        c.setAutoCommit(true);
-                    }
-                }
+            try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, sql.dialect, true)) {
+                return work.run(tx);
             } catch (SQLException e) {
                 if (SqlErrors.isDeadlock(e) && attempt < DEADLOCK_RETRIES) {
                     continue;
@@ -365,25 +364,21 @@ public final class JdbcStore implements IdempotencyStore {
         }
     }
 
-    /** Runs single statements (each atomic on its own) on a borrowed connection. */
-    private <T> T inAutoCommit(String what, Work<T> work) {
-        ensureOpen();
-        try (Connection c = dataSource.getConnection()) {
-            T result = work.run(c);
-            if (!c.getAutoCommit()) {
-                c.commit();
-            }
-            return result;
-        } catch (SQLException e) {
-            throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what);
+    /** Commits, or throws what stopped the commit (a refusal to retry, or a fate unknown). */
+    private static void commit(OwnedTransaction tx) throws SQLException {
+        OwnedTransaction.Commit commit = tx.commit();
+        if (commit.fate() != OwnedTransaction.Fate.COMMITTED) {
+            throw Objects.requireNonNull(commit.cause());
         }
     }
 
-    static void rollbackQuietly(Connection c) {
+    /** Runs single statements (each atomic on its own) on a borrowed connection in auto-commit. */
+    private <T> T inAutoCommit(String what, Work<T> work) {
+        ensureOpen();
         try {
-            c.rollback();
-        } catch (SQLException ignored) {
-            // The connection is broken; the pool discards it and the database rolls the transaction back.
+            return AutoCommit.run(dataSource, work::run);
+        } catch (SQLException e) {
+            throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what);
         }
     }
 

@@ -4,11 +4,9 @@ import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
 import java.math.BigDecimal;
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -16,7 +14,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>{@code
  * PreconditionGuard balances = PreconditionGuard.builder().table("accounts").column("balance").build();
- * Outcome o = balances.apply(connection, accountId, 500, 600, SideEffect.NONE);
+ * Outcome o = balances.apply(connection, accountId, Change.from(500).to(600), TransactionalHandler.NONE);
  * }</pre>
  *
  * One row → {@code PROCESSED}. None → the current value is read and handed to a {@link Classifier}; the default
@@ -26,25 +24,68 @@ import org.jspecify.annotations.Nullable;
  */
 public final class PreconditionGuard {
 
+    /** The change a message asks for: the value it expects and the one it sets. Immutable. */
+    public static final class Change {
+        private final Object expected;
+        private final Object newValue;
+
+        private Change(Object expected, Object newValue) {
+            this.expected = expected;
+            this.newValue = newValue;
+        }
+
+        /** The value the column must hold for the change to apply; {@link From#to(Object)} completes the change. */
+        public static From from(Object expected) {
+            return new From(Objects.requireNonNull(expected, "expected"));
+        }
+
+        public Object expected() {
+            return expected;
+        }
+
+        public Object newValue() {
+            return newValue;
+        }
+
+        @Override
+        public String toString() {
+            return expected + " → " + newValue;
+        }
+    }
+
+    /** The first half of a {@link Change}. */
+    public static final class From {
+        private final Object expected;
+
+        private From(Object expected) {
+            this.expected = expected;
+        }
+
+        public Change to(Object newValue) {
+            return new Change(expected, Objects.requireNonNull(newValue, "newValue"));
+        }
+    }
+
     /** Tells what a no-op conditional update means, from the current value (empty: no such row). */
     @FunctionalInterface
     public interface Classifier {
-        Outcome classify(Optional<Object> current, Object expected, Object newValue);
+        Outcome classify(Optional<Object> current, Change change);
 
         /** The row at the new value was already changed by this message; any other value is a conflict. */
         static Classifier newValueMeansApplied() {
-            return (current, expected, newValue) -> {
+            return (current, change) -> {
                 if (current.isEmpty()) {
                     return Outcome.outOfOrder("the row does not exist yet: retry until it is created");
                 }
-                if (sameValue(current.get(), newValue)) {
-                    return Outcome.duplicate("already applied: the value is " + newValue);
+                if (sameValue(current.get(), change.newValue())) {
+                    return Outcome.duplicate("already applied: the value is " + change.newValue());
                 }
-                if (sameValue(current.get(), expected)) {
-                    return Outcome.outOfOrder("the value was " + expected + " but changed concurrently: retry");
+                if (sameValue(current.get(), change.expected())) {
+                    return Outcome.outOfOrder(
+                            "the value was " + change.expected() + " but changed concurrently: retry");
                 }
-                return Outcome.rejected("precondition failed: expected " + expected + " (to set " + newValue
-                        + ") but found " + current.get());
+                return Outcome.rejected("precondition failed: expected " + change.expected() + " (to set "
+                        + change.newValue() + ") but found " + current.get());
             };
         }
     }
@@ -59,33 +100,37 @@ public final class PreconditionGuard {
         return new Builder();
     }
 
-    /** Sets the column to {@code newValue} if it holds {@code expected}, with the default classifier. */
-    public Outcome apply(Connection c, Object id, Object expected, Object newValue, SideEffect onApplied)
-            throws SQLException {
-        return apply(c, id, expected, newValue, Assignments.of(), Classifier.newValueMeansApplied(), onApplied);
+    /** Applies {@code change} to row {@code id} with the default classifier. */
+    public Outcome apply(Connection c, Object id, Change change, TransactionalHandler onApplied) throws Exception {
+        return apply(c, id, change, Assignments.of(), Classifier.newValueMeansApplied(), onApplied);
     }
 
-    /** The full form: extra assignments and a classifier of your own. Commit is the caller's. */
+    /**
+     * The full form: extra assignments and a classifier of your own. {@code onApplied} runs only when the change
+     * applied, and its outcome is the guard's. Commit is the caller's (a connection in auto-commit mode is refused).
+     */
     public Outcome apply(
             Connection c,
             Object id,
-            Object expected,
-            Object newValue,
+            Change change,
             Assignments also,
             Classifier classifier,
-            SideEffect onApplied)
-            throws SQLException {
+            TransactionalHandler onApplied)
+            throws Exception {
+        OwnTransaction.requireTransaction(c, "PreconditionGuard");
         String column = guarded.column();
-        if (guarded.changed(c, column + " = ?", List.of(newValue), also, id, column + " = ?", List.of(expected))) {
-            onApplied.run(c);
-            return Outcome.processed(column + " " + expected + " → " + newValue);
+        if (guarded.changed(
+                c,
+                column + " = ?",
+                List.of(change.newValue()),
+                also,
+                null,
+                id,
+                column + " = ?",
+                List.of(change.expected()))) {
+            return GuardedRow.applied(c, onApplied, column + " " + change);
         }
-        return classifier.classify(guarded.current(c, id), expected, newValue);
-    }
-
-    /** The default form in a transaction of its own: commit when final, roll back otherwise. */
-    public Outcome apply(DataSource dataSource, Object id, Object expected, Object newValue, SideEffect onApplied) {
-        return Transactions.run(dataSource, c -> apply(c, id, expected, newValue, onApplied));
+        return classifier.classify(guarded.current(c, id).map(GuardedRow.Current::value), change);
     }
 
     static boolean sameValue(Object a, Object b) {

@@ -3,7 +3,6 @@ package dev.idem.jdbc;
 import dev.idem.ConfigurationException;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.ScheduledExecutorService;
@@ -34,30 +33,17 @@ final class Purge {
 
     static int run(DataSource dataSource, Sql sql, int batchSize, Now now, String store) {
         int total = 0;
-        try (Connection c = dataSource.getConnection()) {
-            boolean autoCommit = c.getAutoCommit();
-            c.setAutoCommit(false);
-            try {
-                long cutoff = now.millis(c);
-                while (true) {
-                    if (sql.mysqlFamily()) {
-                        try (Statement s = c.createStatement()) {
-                            s.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED");
-                        }
-                    }
-                    int deleted = sql.purgeBatch(c, cutoff, batchSize);
-                    c.commit();
-                    total += deleted;
-                    if (deleted < batchSize) {
-                        return total;
-                    }
+        try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, sql.dialect, true)) {
+            long cutoff = now.millis(tx.connection());
+            while (true) {
+                int deleted = sql.purgeBatch(tx.connection(), cutoff, batchSize);
+                OwnedTransaction.Commit commit = tx.commit();
+                if (commit.fate() != OwnedTransaction.Fate.COMMITTED) {
+                    throw Objects.requireNonNull(commit.cause());
                 }
-            } catch (SQLException | RuntimeException e) {
-                JdbcStore.rollbackQuietly(c);
-                throw e;
-            } finally {
-                if (autoCommit) {
-                    c.setAutoCommit(true);
+                total += deleted;
+                if (deleted < batchSize) {
+                    return total;
                 }
             }
         } catch (SQLException e) {

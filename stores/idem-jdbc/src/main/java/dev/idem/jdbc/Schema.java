@@ -2,7 +2,6 @@ package dev.idem.jdbc;
 
 import dev.idem.ConfigurationException;
 import dev.idem.StoreUnavailableException;
-import dev.idem.jdbc.JdbcStore.Dialect;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;

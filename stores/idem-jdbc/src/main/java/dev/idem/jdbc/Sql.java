@@ -1,6 +1,5 @@
 package dev.idem.jdbc;
 
-import dev.idem.jdbc.JdbcStore.Dialect;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -69,11 +68,13 @@ final class Sql {
         return databaseNowMillis(dialect, c);
     }
 
-    /** The database's clock in epoch milliseconds. */
+    /** The database's clock in epoch milliseconds, read in UTC whatever the session's time zone. */
     static long databaseNowMillis(Dialect dialect, Connection c) throws SQLException {
         String query = switch (dialect) {
             case POSTGRESQL -> "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
-            case MARIADB, MYSQL -> "SELECT CAST(ROUND(UNIX_TIMESTAMP(NOW(3)) * 1000) AS SIGNED)";
+            // UTC, not the session's local time: NOW() cannot tell the two occurrences of a repeated DST hour apart.
+            case MARIADB, MYSQL ->
+                "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000";
             case H2 -> "SELECT CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
         };
         try (Statement s = c.createStatement();
@@ -349,6 +350,15 @@ final class Sql {
         return inserted;
     }
 
+    /** How many of {@code ids} carry {@code owner}'s token, as this transaction sees them. */
+    int countOwned(Connection c, List<String> ids, String owner) throws SQLException {
+        int count = 0;
+        for (List<String> chunk : chunks(ids)) {
+            count += idsOwnedBy(c, chunk, owner).size();
+        }
+        return count;
+    }
+
     /** MySQL has no RETURNING: the rows of a batch that carry this batch's owner token are the inserted ones. */
     private List<String> idsOwnedBy(Connection c, List<String> ids, String owner) throws SQLException {
         String sql = "SELECT id FROM " + table + " WHERE owner_token = ? AND id IN (" + marks(ids.size()) + ")";
@@ -369,7 +379,13 @@ final class Sql {
 
     /** Replaces an expired row (of any state) with this transaction's DONE mark. True when it did. */
     boolean replaceExpired(
-            Connection c, String id, String owner, long now, long expiresAt, @Nullable String fingerprint)
+            Connection c,
+            String id,
+            String owner,
+            long now,
+            long expiresAt,
+            @Nullable String fingerprint,
+            int lockWaitSeconds)
             throws SQLException {
         String sql = "UPDATE " + table + " SET state = '" + DONE + "', owner_token = ?, fencing_token = 0,"
                 + " expires_at = ?, completed_at = ?, fingerprint = ?, result_data = NULL WHERE id = ? AND expires_at <= ?";
@@ -380,6 +396,7 @@ final class Sql {
             setNullableString(ps, 4, fingerprint);
             ps.setString(5, id);
             ps.setLong(6, now);
+            ps.setQueryTimeout(lockWaitSeconds);
             return ps.executeUpdate() == 1;
         }
     }
@@ -411,9 +428,13 @@ final class Sql {
 
     // ---------------------------------------------------------------- purge
 
-    /** Deletes up to {@code limit} DONE rows whose retention ended at or before {@code now}. */
+    /**
+     * Deletes up to {@code limit} rows that ended at or before {@code now}: completions past their retention, and
+     * claims whose lease ran out (their consumer crashed and no redelivery took them over; deleting one is what a
+     * takeover would do, and fencing tokens still grow, they come from the sequence).
+     */
     int purgeBatch(Connection c, long now, int limit) throws SQLException {
-        String expired = "state = '" + DONE + "' AND expires_at <= ?";
+        String expired = "expires_at <= ?";
         String sql = switch (dialect) {
             case POSTGRESQL ->
                 "DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table + " WHERE " + expired

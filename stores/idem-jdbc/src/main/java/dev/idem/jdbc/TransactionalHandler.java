@@ -5,7 +5,9 @@ import dev.idem.Outcome;
 import java.sql.Connection;
 
 /**
- * A handler that writes to the database in the dedup record's transaction. It gets that transaction's connection and
+ * Work on a connection, in a transaction Idem opened or joined: a {@link JdbcInbox} handler, a business guard's side
+ * effect (which runs only when the guarded change applied; its outcome becomes the guard's), an {@link
+ * OwnTransaction}'s work. A handler that writes to the database in the dedup record's transaction. It gets that transaction's connection and
  * must neither commit, roll back nor close it. It answers with an {@link Outcome}:
  *
  * <ul>
@@ -20,5 +22,8 @@ import java.sql.Connection;
  */
 @FunctionalInterface
 public interface TransactionalHandler {
+    /** Writes nothing and answers {@code PROCESSED}: a guard's side effect when the guarded change is all. */
+    TransactionalHandler NONE = c -> Outcome.processed();
+
     Outcome handle(Connection connection) throws Exception;
 }

@@ -8,7 +8,6 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
-import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -29,7 +28,7 @@ import org.jspecify.annotations.Nullable;
 public final class UniqueRowGuard {
     private final String table;
     private final List<String> uniqueKey;
-    private volatile JdbcStore.@Nullable Dialect dialect;
+    private volatile @Nullable Dialect dialect;
 
     private UniqueRowGuard(Builder b) {
         this.table = b.table;
@@ -41,7 +40,8 @@ public final class UniqueRowGuard {
     }
 
     /** Inserts {@code row} (column → value) unless its unique key exists; {@code onInserted} runs only if new. */
-    public Outcome insertOnce(Connection c, Map<String, ?> row, SideEffect onInserted) throws SQLException {
+    public Outcome insertOnce(Connection c, Map<String, ?> row, TransactionalHandler onInserted) throws Exception {
+        OwnTransaction.requireTransaction(c, "UniqueRowGuard");
         List<String> columns = new ArrayList<>(row.keySet());
         columns.forEach(col -> Schema.identifier("column", col));
         if (!columns.containsAll(uniqueKey)) {
@@ -52,42 +52,89 @@ public final class UniqueRowGuard {
         columns.forEach(col -> values.add(row.get(col)));
         String insert = "INSERT INTO " + table + " (" + String.join(", ", columns) + ") VALUES ("
                 + String.join(", ", Collections.nCopies(columns.size(), "?")) + ")";
-        boolean inserted = dialect(c) == JdbcStore.Dialect.POSTGRESQL
-                ? Statements.update(
-                                c, insert + " ON CONFLICT (" + String.join(", ", uniqueKey) + ") DO NOTHING", values)
-                        == 1
-                : insertUnlessDuplicate(c, insert, values);
-        if (!inserted) {
+        Dialect d = dialect(c);
+        Insert result;
+        try {
+            result = d == Dialect.POSTGRESQL
+                    ? insertOnConflictDoNothing(c, insert, values)
+                    : insertUnlessDuplicate(c, d, insert, values, row);
+        } catch (SQLException e) {
+            if (d == Dialect.POSTGRESQL && "40001".equals(e.getSQLState())) {
+                throw JdbcInbox.snapshotTooOld(e);
+            }
+            throw e;
+        }
+        SQLException violation = result.otherViolation();
+        if (violation != null) {
+            return Outcome.rejected(
+                    "the row is new by " + uniqueKey + " but violates another unique constraint of " + table + " ("
+                            + violation.getMessage() + "): it cannot be applied as it is",
+                    violation);
+        }
+        if (!result.inserted()) {
             return Outcome.duplicate("a row with this " + uniqueKey + " is already in " + table);
         }
-        onInserted.run(c);
-        return Outcome.processed("inserted into " + table);
+        return GuardedRow.applied(c, onInserted, "inserted into " + table);
     }
 
-    /** The same in a transaction of its own: commit when final, roll back otherwise. */
-    public Outcome insertOnce(DataSource dataSource, Map<String, ?> row, SideEffect onInserted) {
-        return Transactions.run(dataSource, c -> insertOnce(c, row, onInserted));
+    /** What an insert did: inserted the row, found the guard's key taken, or violated another unique constraint. */
+    private record Insert(boolean inserted, @Nullable SQLException otherViolation) {
+        static final Insert INSERTED = new Insert(true, null);
+        static final Insert KEY_TAKEN = new Insert(false, null);
+    }
+
+    /**
+     * PostgreSQL: the conflict on the guard's own key is skipped by {@code ON CONFLICT (key) DO NOTHING}; any
+     * other unique violation fails the statement (and aborts the transaction, which the caller then rolls back).
+     */
+    private Insert insertOnConflictDoNothing(Connection c, String insert, List<@Nullable Object> values)
+            throws SQLException {
+        try {
+            int n = Statements.update(
+                    c, insert + " ON CONFLICT (" + String.join(", ", uniqueKey) + ") DO NOTHING", values);
+            return n == 1 ? Insert.INSERTED : Insert.KEY_TAKEN;
+        } catch (SQLException e) {
+            if (SqlErrors.isDuplicateKey(e)) {
+                return new Insert(false, e);
+            }
+            throw e;
+        }
     }
 
     /**
      * MariaDB/MySQL and H2 roll back only the failed statement on a duplicate key, never the transaction, so the
      * caller's transaction stays usable without a savepoint (and its two extra round trips).
      */
-    private static boolean insertUnlessDuplicate(Connection c, String insert, List<@Nullable Object> values)
+    private Insert insertUnlessDuplicate(
+            Connection c, Dialect d, String insert, List<@Nullable Object> values, Map<String, ?> row)
             throws SQLException {
         try {
             Statements.update(c, insert, values);
-            return true;
+            return Insert.INSERTED;
         } catch (SQLException e) {
             if (!SqlErrors.isDuplicateKey(e)) {
                 throw e;
             }
-            return false;
+            return keyTaken(c, d, row) ? Insert.KEY_TAKEN : new Insert(false, e);
         }
     }
 
-    private JdbcStore.Dialect dialect(Connection c) throws SQLException {
-        JdbcStore.Dialect d = dialect;
+    /**
+     * After a duplicate-key error, whether the guard's own key holds the row's values (a current read: MariaDB's
+     * REPEATABLE READ snapshot would not see a row committed after it); if not, another unique constraint failed.
+     */
+    private boolean keyTaken(Connection c, Dialect d, Map<String, ?> row) throws SQLException {
+        List<@Nullable Object> key = new ArrayList<>();
+        uniqueKey.forEach(col -> key.add(row.get(col)));
+        String where =
+                String.join(" AND ", uniqueKey.stream().map(col -> col + " = ?").toList());
+        String lock = d.mysqlFamily() ? " LOCK IN SHARE MODE" : "";
+        return Statements.queryValue(c, "SELECT 1 FROM " + table + " WHERE " + where + lock, key)
+                .isPresent();
+    }
+
+    private Dialect dialect(Connection c) throws SQLException {
+        Dialect d = dialect;
         if (d == null) {
             d = Schema.detect(c);
             dialect = d;

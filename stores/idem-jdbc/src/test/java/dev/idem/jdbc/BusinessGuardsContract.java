@@ -44,7 +44,7 @@ abstract class BusinessGuardsContract {
             .build();
     static final long PRICE = 25;
 
-    private TestDatabase db;
+    protected TestDatabase db;
     private final StateMachineGuard orders =
             StateMachineGuard.builder(ORDERS).table("orders").build();
     private final UniqueRowGuard orderRows =
@@ -82,20 +82,25 @@ abstract class BusinessGuardsContract {
         db.execute("CREATE TABLE ledger (order_id VARCHAR(64) NOT NULL, kind VARCHAR(16) NOT NULL,"
                 + " amount BIGINT NOT NULL)");
         db.execute("CREATE TABLE transfer_ledger (transfer_id VARCHAR(64) NOT NULL, account_id VARCHAR(64) NOT NULL,"
-                + " amount BIGINT NOT NULL, UNIQUE (transfer_id, account_id))");
+                + " amount BIGINT NOT NULL, ref VARCHAR(64) NULL, UNIQUE (transfer_id, account_id),"
+                + " CONSTRAINT transfer_ref_uk UNIQUE (ref))");
         db.execute("INSERT INTO accounts (id, balance, version) VALUES ('customer', 1000000, 0)");
     }
 
     private Outcome deliver(String orderId, String event) {
         if (event.equals("CREATE")) {
-            return orderRows.insertOnce(
-                    db.dataSource(), Map.of("id", orderId, "status", ORDERS.initial()), SideEffect.NONE);
+            return own().run(c -> orderRows.insertOnce(
+                    c, Map.of("id", orderId, "status", ORDERS.initial()), TransactionalHandler.NONE));
         }
-        SideEffect charge = event.equals("PAY") ? c -> charge(c, orderId) : SideEffect.NONE;
-        return orders.apply(db.dataSource(), orderId, event, Assignments.of(), charge);
+        TransactionalHandler charge = event.equals("PAY") ? c -> charge(c, orderId) : TransactionalHandler.NONE;
+        return own().run(c -> orders.apply(c, orderId, event, Assignments.of(), charge));
     }
 
-    private static void charge(Connection c, String orderId) throws SQLException {
+    private OwnTransaction own() {
+        return OwnTransaction.of(db.dataSource());
+    }
+
+    private static Outcome charge(Connection c, String orderId) throws SQLException {
         try (PreparedStatement debit = c.prepareStatement("UPDATE accounts SET balance = balance - ? WHERE id = ?");
                 PreparedStatement ledger =
                         c.prepareStatement("INSERT INTO ledger (order_id, kind, amount) VALUES (?, 'CHARGE', ?)")) {
@@ -106,6 +111,7 @@ abstract class BusinessGuardsContract {
             ledger.setLong(2, PRICE);
             ledger.executeUpdate();
         }
+        return Outcome.processed();
     }
 
     /**
@@ -208,12 +214,13 @@ abstract class BusinessGuardsContract {
     }
 
     @Test
-    void transition_withExtraColumns_setsThemOnlyWhenItApplies() throws SQLException {
+    void transition_withExtraColumns_setsThemOnlyWhenItApplies() throws Exception {
         deliver("o-1", "CREATE");
         var paidAt = java.sql.Timestamp.valueOf("2026-01-15 14:30:00");
 
         try (Connection c = db.connection()) {
-            assertThat(orders.apply(c, "o-1", "PAY", Assignments.of().set("paid_at", paidAt), SideEffect.NONE)
+            c.setAutoCommit(false);
+            assertThat(orders.apply(c, "o-1", "PAY", Assignments.of().set("paid_at", paidAt), TransactionalHandler.NONE)
                             .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
             assertThat(orders.apply(
@@ -221,9 +228,10 @@ abstract class BusinessGuardsContract {
                                     "o-1",
                                     "PAY",
                                     Assignments.of().set("paid_at", java.sql.Timestamp.valueOf("2030-01-01 00:00:00")),
-                                    SideEffect.NONE)
+                                    TransactionalHandler.NONE)
                             .type())
                     .isEqualTo(Outcome.Type.DUPLICATE);
+            c.commit();
         }
         assertThat(query("SELECT id, paid_at FROM orders").get("o-1")).startsWith("2026-01-15 14:30");
     }
@@ -239,8 +247,8 @@ abstract class BusinessGuardsContract {
             for (int t = 0; t < threads; t++) {
                 results.add(pool.submit(() -> {
                     start.await();
-                    return accounts.apply(
-                            db.dataSource(), "customer", 0, Assignments.of().add("balance", -100), SideEffect.NONE);
+                    return own().run(c -> accounts.apply(
+                            c, "customer", 0, Assignments.of().add("balance", -100), TransactionalHandler.NONE));
                 }));
             }
             start.countDown();
@@ -269,8 +277,8 @@ abstract class BusinessGuardsContract {
         int outOfOrder = 0;
         while (!queue.isEmpty()) {
             int v = queue.poll();
-            Outcome o = accounts.apply(
-                    db.dataSource(), "customer", v, Assignments.of().add("balance", -(v + 1)), SideEffect.NONE);
+            Outcome o = own().run(c -> accounts.apply(
+                    c, "customer", v, Assignments.of().add("balance", -(v + 1)), TransactionalHandler.NONE));
             switch (o.type()) {
                 case PROCESSED -> applied.incrementAndGet();
                 case OUT_OF_ORDER -> {
@@ -289,7 +297,7 @@ abstract class BusinessGuardsContract {
 
     @Test
     void versionGuard_onAMissingRow_isOutOfOrder() {
-        assertThat(accounts.apply(db.dataSource(), "nobody", 0, Assignments.of(), SideEffect.NONE)
+        assertThat(own().run(c -> accounts.apply(c, "nobody", 0, Assignments.of(), TransactionalHandler.NONE))
                         .type())
                 .isEqualTo(Outcome.Type.OUT_OF_ORDER);
     }
@@ -298,29 +306,43 @@ abstract class BusinessGuardsContract {
     void precondition_appliesOnce_duplicateIsRecognised_conflictIsRejected() {
         db.execute("UPDATE accounts SET balance = 500 WHERE id = 'customer'");
 
-        assertThat(balances.apply(db.dataSource(), "customer", 500, 600, SideEffect.NONE)
+        assertThat(own().run(c -> balances.apply(
+                                c,
+                                "customer",
+                                PreconditionGuard.Change.from(500).to(600),
+                                TransactionalHandler.NONE))
                         .type())
                 .isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(balances.apply(db.dataSource(), "customer", 500, 600, SideEffect.NONE)
+        assertThat(own().run(c -> balances.apply(
+                                c,
+                                "customer",
+                                PreconditionGuard.Change.from(500).to(600),
+                                TransactionalHandler.NONE))
                         .type())
                 .isEqualTo(Outcome.Type.DUPLICATE);
-        Outcome conflict = balances.apply(db.dataSource(), "customer", 500, 700, SideEffect.NONE);
+        Outcome conflict = own().run(c ->
+                balances.apply(c, "customer", PreconditionGuard.Change.from(500).to(700), TransactionalHandler.NONE));
         assertThat(conflict.type()).isEqualTo(Outcome.Type.REJECTED);
         assertThat(conflict.reason()).contains("expected 500", "found 600");
-        assertThat(balances.apply(db.dataSource(), "nobody", 500, 600, SideEffect.NONE)
+        assertThat(own().run(c -> balances.apply(
+                                c, "nobody", PreconditionGuard.Change.from(500).to(600), TransactionalHandler.NONE))
                         .type())
                 .isEqualTo(Outcome.Type.OUT_OF_ORDER);
     }
 
     @Test
-    void uniqueRow_duplicateInsideTheCallersTransaction_leavesItUsable() throws SQLException {
+    void uniqueRow_duplicateInsideTheCallersTransaction_leavesItUsable() throws Exception {
         Map<String, Object> row = Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100);
         try (Connection c = db.connection()) {
             c.setAutoCommit(false);
-            assertThat(transferLedger.insertOnce(c, row, SideEffect.NONE).type())
+            assertThat(transferLedger
+                            .insertOnce(c, row, TransactionalHandler.NONE)
+                            .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
 
-            assertThat(transferLedger.insertOnce(c, row, SideEffect.NONE).type())
+            assertThat(transferLedger
+                            .insertOnce(c, row, TransactionalHandler.NONE)
+                            .type())
                     .isEqualTo(Outcome.Type.DUPLICATE);
             try (PreparedStatement ps = c.prepareStatement(
                     "INSERT INTO transfer_ledger (transfer_id, account_id, amount) VALUES ('t-1', 'b', 100)")) {
@@ -338,7 +360,7 @@ abstract class BusinessGuardsContract {
                 .createTableIfMissing(true)
                 .build();
         deliver("o-1", "CREATE");
-        TransactionalHandler ship = c -> orders.apply(c, "o-1", "SHIP", Assignments.of(), SideEffect.NONE);
+        TransactionalHandler ship = c -> orders.apply(c, "o-1", "SHIP", Assignments.of(), TransactionalHandler.NONE);
         TransactionalHandler pay = c -> orders.apply(c, "o-1", "PAY", Assignments.of(), c2 -> charge(c2, "o-1"));
 
         assertThat(inbox.handle("msg-ship", null, ship).type()).isEqualTo(Outcome.Type.OUT_OF_ORDER);
@@ -361,6 +383,161 @@ abstract class BusinessGuardsContract {
                 .hasMessageContaining("not a valid SQL identifier");
         assertThatThrownBy(() -> Assignments.of().set("paid_at = now(), status", 1))
                 .isInstanceOf(ConfigurationException.class);
+    }
+
+    // ---------------------------------------------------------------- faults
+
+    private Dialect dialect() {
+        return switch (db.engine()) {
+            case POSTGRESQL -> Dialect.POSTGRESQL;
+            case MARIADB -> Dialect.MARIADB;
+            case H2 -> Dialect.H2;
+        };
+    }
+
+    /**
+     * Regression (PostgreSQL): a side effect that caught the failure of one of its statements left an aborted
+     * transaction; its own-transaction commit was a silent rollback and the outcome said PROCESSED.
+     */
+    @Test
+    void ownTransaction_sideEffectSwallowingItsFailedStatement_isNeverProcessedForALostTransition() {
+        deliver("o-1", "CREATE");
+
+        Outcome outcome = own().run(c -> orders.apply(c, "o-1", "PAY", Assignments.of(), c2 -> {
+            charge(c2, "o-1");
+            try (PreparedStatement bad = c.prepareStatement("INSERT INTO no_such_table VALUES (1)")) {
+                bad.executeUpdate();
+            } catch (SQLException ignored) {
+                // the side effect's choice
+            }
+            return Outcome.processed();
+        }));
+
+        String status = query("SELECT id, status FROM orders").get("o-1");
+        if (outcome.type() == Outcome.Type.PROCESSED) {
+            assertThat(status).isEqualTo("PAID");
+        } else {
+            assertThat(status).isEqualTo("PENDING");
+            assertThat(deliver("o-1", "PAY").type()).isEqualTo(Outcome.Type.PROCESSED);
+        }
+        assertThat(query("SELECT order_id, COUNT(*) FROM ledger GROUP BY order_id"))
+                .containsEntry("o-1", "1");
+    }
+
+    /** Regression: an unreachable database was FAILED (a handler failure, counted towards dead-lettering). */
+    @Test
+    void ownTransaction_onAnUnreachableDatabase_isInProgress() {
+        Outcome outcome =
+                OwnTransaction.of(UrlDataSource.unreachable(dialect())).run(c -> orders.apply(c, "o-1", "PAY"));
+
+        assertThat(outcome.type()).as("%s", outcome).isEqualTo(Outcome.Type.IN_PROGRESS);
+    }
+
+    /**
+     * Regression: on an auto-commit connection the transition committed alone; the charge then failed, and the
+     * redelivery answered DUPLICATE: the charge never happened.
+     */
+    @Test
+    void guardsOnAnAutoCommitConnection_areRefused() throws SQLException {
+        deliver("o-1", "CREATE");
+        try (Connection c = db.connection()) {
+            c.setAutoCommit(true);
+            assertThatThrownBy(() -> orders.apply(c, "o-1", "PAY"))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("autoCommit");
+            assertThatThrownBy(() -> accounts.apply(c, "customer", 0, Assignments.of(), TransactionalHandler.NONE))
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> balances.apply(
+                            c,
+                            "customer",
+                            PreconditionGuard.Change.from(1000000).to(1),
+                            TransactionalHandler.NONE))
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> transferLedger.insertOnce(
+                            c, Map.of("transfer_id", "t", "account_id", "a", "amount", 1), TransactionalHandler.NONE))
+                    .isInstanceOf(IllegalArgumentException.class);
+        }
+        assertThat(query("SELECT id, status FROM orders")).containsEntry("o-1", "PENDING");
+        assertThat(query("SELECT id, version FROM accounts")).containsEntry("customer", "0");
+    }
+
+    /** Regression: a new row that violated another unique constraint was taken for a duplicate and never applied. */
+    @Test
+    void uniqueRow_violatingAnotherUniqueConstraint_isRejectedNamingIt_notDuplicate() throws Exception {
+        Outcome first = own().run(c -> transferLedger.insertOnce(
+                c,
+                Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"),
+                TransactionalHandler.NONE));
+        Outcome other = own().run(c -> transferLedger.insertOnce(
+                c,
+                Map.of("transfer_id", "t-2", "account_id", "a", "amount", -100, "ref", "R1"),
+                TransactionalHandler.NONE));
+        Outcome copy;
+        try (Connection c = db.connection()) {
+            c.setAutoCommit(false);
+            copy = transferLedger.insertOnce(
+                    c,
+                    Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"),
+                    TransactionalHandler.NONE);
+            c.rollback();
+        }
+
+        assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(other.type()).as("%s", other).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(other.reason()).containsIgnoringCase("transfer_ref_uk");
+        assertThat(copy.type()).isEqualTo(Outcome.Type.DUPLICATE);
+    }
+
+    /**
+     * Without a fingerprint column a different change written against the same version is DUPLICATE (a lost
+     * update); with one, the event that made the version is told apart: REJECTED.
+     */
+    @Test
+    void versionGuard_withAFingerprintColumn_rejectsADifferentEventAtTheSameVersion() {
+        db.execute("ALTER TABLE accounts ADD last_event VARCHAR(128) NULL");
+        VersionGuard plain = VersionGuard.builder().table("accounts").build();
+        VersionGuard fingerprinted = VersionGuard.builder()
+                .table("accounts")
+                .fingerprintColumn("last_event")
+                .build();
+        Assignments debit = Assignments.of().add("balance", -100);
+
+        Outcome first =
+                own().run(c -> fingerprinted.apply(c, "customer", 0, "evt-a", debit, TransactionalHandler.NONE));
+        Outcome sameAgain =
+                own().run(c -> fingerprinted.apply(c, "customer", 0, "evt-a", debit, TransactionalHandler.NONE));
+        Outcome other =
+                own().run(c -> fingerprinted.apply(c, "customer", 0, "evt-b", debit, TransactionalHandler.NONE));
+        Outcome otherUnfingerprinted = own().run(c -> plain.apply(c, "customer", 0, debit, TransactionalHandler.NONE));
+
+        assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(sameAgain.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(other.type()).as("%s", other).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(otherUnfingerprinted.type()).as("the documented blind spot").isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(query("SELECT id, balance FROM accounts")).containsEntry("customer", String.valueOf(1000000 - 100));
+    }
+
+    @Test
+    void stateMachine_withAFingerprintColumn_rejectsADifferentEventToTheSameState() {
+        db.execute("ALTER TABLE orders ADD last_event VARCHAR(128) NULL");
+        StateMachineGuard fingerprinted = StateMachineGuard.builder(ORDERS)
+                .table("orders")
+                .fingerprintColumn("last_event")
+                .build();
+        deliver("o-1", "CREATE");
+
+        Outcome pay = own().run(
+                        c -> fingerprinted.apply(c, "o-1", "PAY", "pay-1", Assignments.of(), c2 -> charge(c2, "o-1")));
+        Outcome payAgain = own().run(
+                        c -> fingerprinted.apply(c, "o-1", "PAY", "pay-1", Assignments.of(), c2 -> charge(c2, "o-1")));
+        Outcome otherPay = own().run(
+                        c -> fingerprinted.apply(c, "o-1", "PAY", "pay-2", Assignments.of(), c2 -> charge(c2, "o-1")));
+
+        assertThat(pay.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(payAgain.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(otherPay.type()).as("%s", otherPay).isEqualTo(Outcome.Type.REJECTED);
+        assertThat(query("SELECT order_id, COUNT(*) FROM ledger GROUP BY order_id"))
+                .containsEntry("o-1", "1");
     }
 
     private Map<String, String> query(String sql) {

@@ -2,7 +2,7 @@ package dev.idem.jdbc;
 
 class H2NodeIdLeaseStoreContractTest extends JdbcNodeIdLeaseStoreContract {
     @Override
-    JdbcStore.Dialect dialect() {
-        return JdbcStore.Dialect.H2;
+    Dialect dialect() {
+        return Dialect.H2;
     }
 }

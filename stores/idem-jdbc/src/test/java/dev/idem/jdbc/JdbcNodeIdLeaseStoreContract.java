@@ -6,7 +6,7 @@ import java.time.Clock;
 
 /** The node-id lease contract on one database; a subclass names the dialect. */
 abstract class JdbcNodeIdLeaseStoreContract extends NodeIdLeaseStoreContract {
-    abstract JdbcStore.Dialect dialect();
+    abstract Dialect dialect();
 
     @Override
     protected NodeIdLeaseStore createStore(Clock clock) {

@@ -27,7 +27,7 @@ class MariaDbInboxTest extends ServerInboxTestBase {
     /** The MySQL dialect has no RETURNING: a batch finds its inserted marks by its owner token. */
     @Test
     void mysqlDialect_batchWithoutReturning_tellsNewKeysFromTakenOnes() throws SQLException {
-        JdbcInbox inbox = inboxBuilder().dialect(JdbcStore.Dialect.MYSQL).build();
+        JdbcInbox inbox = inboxBuilder().dialect(Dialect.MYSQL).build();
         inbox.handle("b", null, pay("b", 2, 20));
 
         List<Outcome> outcomes = inbox.handleBatch(List.of(

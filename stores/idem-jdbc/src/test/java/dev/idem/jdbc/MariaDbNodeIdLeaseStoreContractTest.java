@@ -2,7 +2,7 @@ package dev.idem.jdbc;
 
 class MariaDbNodeIdLeaseStoreContractTest extends JdbcNodeIdLeaseStoreContract {
     @Override
-    JdbcStore.Dialect dialect() {
-        return JdbcStore.Dialect.MARIADB;
+    Dialect dialect() {
+        return Dialect.MARIADB;
     }
 }

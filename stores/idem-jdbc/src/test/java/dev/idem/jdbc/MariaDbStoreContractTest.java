@@ -2,7 +2,7 @@ package dev.idem.jdbc;
 
 class MariaDbStoreContractTest extends JdbcStoreContract {
     @Override
-    JdbcStore.Dialect dialect() {
-        return JdbcStore.Dialect.MARIADB;
+    Dialect dialect() {
+        return Dialect.MARIADB;
     }
 }

@@ -14,7 +14,7 @@ final class PerClassDatabase {
 
     private PerClassDatabase() {}
 
-    static TestDatabase of(Class<?> testClass, JdbcStore.Dialect dialect) {
+    static TestDatabase of(Class<?> testClass, Dialect dialect) {
         return OPEN.computeIfAbsent(testClass, c -> {
             TestDatabase db = switch (dialect) {
                 case POSTGRESQL -> TestDatabase.postgres(c.getSimpleName());

@@ -39,7 +39,7 @@ class PostgresLeasedMessageIdTest extends LeasedMessageIdContract {
                 : new UrlDataSource(db.url()
                         .replace("//" + server.host() + ":" + server.port() + "/", "//" + host + ":" + port + "/"));
         return JdbcNodeIdLeaseStore.builder(dataSource)
-                .dialect(JdbcStore.Dialect.POSTGRESQL)
+                .dialect(Dialect.POSTGRESQL)
                 .clock(clock)
                 .build();
     }

@@ -2,7 +2,7 @@ package dev.idem.jdbc;
 
 class PostgresStoreContractTest extends JdbcStoreContract {
     @Override
-    JdbcStore.Dialect dialect() {
-        return JdbcStore.Dialect.POSTGRESQL;
+    Dialect dialect() {
+        return Dialect.POSTGRESQL;
     }
 }

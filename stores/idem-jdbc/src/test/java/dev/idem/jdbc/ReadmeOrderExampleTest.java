@@ -63,20 +63,24 @@ class ReadmeOrderExampleTest {
         UniqueRowGuard newOrders =
                 UniqueRowGuard.builder().table("orders").uniqueKey("id").build();
 
-        SideEffect charge = event.type().equals("PAY") ? c -> chargeCustomer(c, event) : SideEffect.NONE;
-        Outcome outcome = event.type().equals("CREATE")
-                ? newOrders.insertOnce(dataSource, Map.of("id", event.orderId(), "status", "PENDING"), SideEffect.NONE)
-                : orders.apply(dataSource, event.orderId(), event.type(), charge); // charge runs only if PAY applied
+        OwnTransaction tx = OwnTransaction.of(dataSource); // commits when final, rolls back otherwise
+        TransactionalHandler charge =
+                event.type().equals("PAY") ? c -> chargeCustomer(c, event) : TransactionalHandler.NONE;
+        Outcome outcome = tx.run(c -> event.type().equals("CREATE")
+                ? newOrders.insertOnce(c, Map.of("id", event.orderId(), "status", "PENDING"), TransactionalHandler.NONE)
+                : orders.apply(
+                        c, event.orderId(), event.type(), Assignments.of(), charge)); // charge only if PAY applied
         // PROCESSED, DUPLICATE → ack; OUT_OF_ORDER (cancel before create, ship before pay) → retry later;
         // REJECTED (PAY on a CANCELLED order, naming both states) → dead-letter
         // readme:order end
         return outcome;
     }
 
-    private static void chargeCustomer(Connection c, Event event) throws SQLException {
+    private static Outcome chargeCustomer(Connection c, Event event) throws SQLException {
         try (var ps = c.prepareStatement("INSERT INTO ledger (order_id) VALUES (?)")) {
             ps.setString(1, event.orderId());
             ps.executeUpdate();
         }
+        return Outcome.processed();
     }
 }

@@ -20,7 +20,7 @@ final class UrlDataSource implements DataSource {
     }
 
     /** A JDBC URL of {@code engine} pointing at a local port nobody listens on. */
-    static UrlDataSource unreachable(JdbcStore.Dialect dialect) {
+    static UrlDataSource unreachable(Dialect dialect) {
         int port;
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();

@@ -460,7 +460,7 @@ public abstract class IdempotencyStoreContract {
                     }))
                     .isInstanceOf(StackOverflowError.class);
             Outcome whileLeased = guard.run("pay-1", charges::incrementAndGet);
-            clock.advance(LEASE.plusSeconds(1));
+            advance(LEASE.plusSeconds(1));
             List<Boolean> tookOver = new CopyOnWriteArrayList<>();
             Outcome afterLease = guard.handle(Delivery.of("pay-1"), ctx -> {
                 tookOver.add(ctx.tookOver());

@@ -112,7 +112,7 @@ public final class Guard implements AutoCloseable {
         try {
             key = IdempotencyKey.of(namespace, delivery.key());
         } catch (InvalidKeyException invalid) {
-            return reportHandled(null, Outcome.rejected(invalid.getMessage(), invalid), start);
+            return reportHandled(null, Outcome.rejected(String.valueOf(invalid.getMessage()), invalid), start);
         }
         Outcome outcome = invalidFingerprint(delivery);
         return reportHandled(key, outcome != null ? outcome : handleValid(key, delivery, handler), start);
@@ -290,14 +290,15 @@ public final class Guard implements AutoCloseable {
     }
 
     private static String describe(RuntimeException e) {
-        return e instanceof StoreUnavailableException ? e.getMessage() : e.toString();
+        return e instanceof StoreUnavailableException ? String.valueOf(e.getMessage()) : e.toString();
     }
 
     private Outcome storeUnavailable(
             IdempotencyKey key, Delivery delivery, int index, Handler handler, StoreUnavailableException e) {
         if (storeFailurePolicy == StoreFailurePolicy.FAIL_CLOSED) {
-            warn(IdempotencyEvent.Type.STORE_UNAVAILABLE, key, e.getMessage() + "; nothing ran, retry later");
-            return Outcome.inProgress(e.getMessage(), null);
+            String problem = String.valueOf(e.getMessage());
+            warn(IdempotencyEvent.Type.STORE_UNAVAILABLE, key, problem + "; nothing ran, retry later");
+            return Outcome.inProgress(problem, null);
         }
         warn(IdempotencyEvent.Type.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
         try {
@@ -407,7 +408,7 @@ public final class Guard implements AutoCloseable {
                 try {
                     keys[i] = IdempotencyKey.of(namespace, d.key());
                 } catch (InvalidKeyException invalid) {
-                    outcomes[i] = Outcome.rejected(invalid.getMessage(), invalid);
+                    outcomes[i] = Outcome.rejected(String.valueOf(invalid.getMessage()), invalid);
                     continue;
                 }
                 Outcome invalid = invalidFingerprint(d);

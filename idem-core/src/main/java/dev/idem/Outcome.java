@@ -115,7 +115,7 @@ public final class Outcome {
      */
     public static Outcome ofException(Exception e) {
         if (e instanceof DeadLetterException dead) {
-            return rejected(dead.getMessage(), dead);
+            return rejected(String.valueOf(dead.getMessage()), dead);
         }
         if (e instanceof InterruptedException) {
             Thread.currentThread().interrupt();

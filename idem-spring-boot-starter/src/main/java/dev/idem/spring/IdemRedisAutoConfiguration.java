@@ -5,6 +5,7 @@ import dev.idem.IdempotencyListener;
 import dev.idem.redis.RedisStore;
 import dev.idem.spi.IdempotencyStore;
 import io.lettuce.core.RedisClient;
+import java.util.Objects;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
@@ -32,7 +33,8 @@ public class IdemRedisAutoConfiguration {
         @Bean(destroyMethod = "close")
         @ConditionalOnMissingBean(IdempotencyStore.class)
         RedisStore idemRedisStore(IdemProperties properties, ObjectProvider<IdempotencyListener> listeners) {
-            return RedisStore.builder(properties.getRedis().getUri())
+            return RedisStore.builder(
+                            Objects.requireNonNull(properties.getRedis().getUri(), "idem.redis.uri"))
                     .prefix(properties.getRedis().getPrefix())
                     .listener(new IdemListeners(listeners.orderedStream().toList()))
                     .build();

@@ -8,6 +8,7 @@ import java.lang.reflect.Method;
 import java.lang.reflect.UndeclaredThrowableException;
 import java.sql.Connection;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
 import javax.sql.DataSource;
@@ -33,12 +34,15 @@ final class IdempotentInterceptor implements MethodInterceptor {
     IdempotentInterceptor(IdempotentGuards guards, @Nullable String defaultNamespace, ResultCodec codec) {
         this.guards = guards;
         this.parse = method -> new IdempotentMethod(
-                method, AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class), defaultNamespace, codec);
+                method,
+                Objects.requireNonNull(AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class)),
+                defaultNamespace,
+                codec);
     }
 
     @Override
     public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
-        Object target = invocation.getThis();
+        Object target = Objects.requireNonNull(invocation.getThis(), "@Idempotent guards methods of beans");
         Method method = AopUtils.getMostSpecificMethod(invocation.getMethod(), target.getClass());
         IdempotentMethod m = methods.computeIfAbsent(method, parse);
         String key;
@@ -64,7 +68,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
     }
 
     private Outcome joined(IdempotentMethod m, String key, @Nullable String fingerprint, Call call) {
-        DataSource ds = guards.dataSource();
+        DataSource ds = Objects.requireNonNull(guards.dataSource(), "a joined call needs the application's DataSource");
         Connection connection = DataSourceUtils.getConnection(ds);
         try {
             return guards.inbox(m.namespace()).handle(connection, key, fingerprint, c -> call.run());

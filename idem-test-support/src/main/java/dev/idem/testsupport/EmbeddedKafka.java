@@ -56,9 +56,19 @@ public final class EmbeddedKafka implements AutoCloseable {
     private final String bootstrapServers;
     private final @Nullable TcpProxy proxy;
     private final Admin admin;
+    private final @Nullable String saslBootstrapServers;
 
-    private EmbeddedKafka(KafkaRaftServer server, Path directory, String bootstrapServers, @Nullable TcpProxy proxy) {
+    /** Not a broker setting: carries the SASL listener's port from {@link #startWithSaslPlain} to {@link #start}. */
+    private static final String SASL_PORT = "idem.sasl.port";
+
+    private EmbeddedKafka(
+            KafkaRaftServer server,
+            Path directory,
+            String bootstrapServers,
+            @Nullable TcpProxy proxy,
+            @Nullable String saslBootstrapServers) {
         this.server = server;
+        this.saslBootstrapServers = saslBootstrapServers;
         this.directory = directory;
         this.bootstrapServers = bootstrapServers;
         this.proxy = proxy;
@@ -76,6 +86,22 @@ public final class EmbeddedKafka implements AutoCloseable {
     /** A private broker without a proxy; the caller closes it. */
     public static EmbeddedKafka start() {
         return start(false, Map.of());
+    }
+
+    /**
+     * A private broker that also listens on {@code SASL_PLAINTEXT} with mechanism {@code PLAIN} for the one user
+     * {@code user}/{@code password}, at {@link #saslBootstrapServers()}; the caller closes it.
+     */
+    public static EmbeddedKafka startWithSaslPlain(String user, String password) {
+        int saslPort = freePort();
+        Map<String, String> props = new HashMap<>();
+        props.put(SASL_PORT, Integer.toString(saslPort));
+        props.put("sasl.enabled.mechanisms", "PLAIN");
+        props.put(
+                "listener.name.sasl.plain.sasl.jaas.config",
+                "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"" + user + "\" password=\""
+                        + password + "\" user_" + user + "=\"" + password + "\";");
+        return start(false, props);
     }
 
     /**
@@ -111,6 +137,12 @@ public final class EmbeddedKafka implements AutoCloseable {
                 advertised += ",EXTERNAL://127.0.0.1:" + proxy.port();
                 protocols += ",EXTERNAL:PLAINTEXT";
             }
+            String saslPort = brokerProperties.get(SASL_PORT);
+            if (saslPort != null) {
+                listeners += ",SASL://127.0.0.1:" + saslPort;
+                advertised += ",SASL://127.0.0.1:" + saslPort;
+                protocols += ",SASL:SASL_PLAINTEXT";
+            }
             props.put("listeners", listeners);
             props.put("advertised.listeners", advertised);
             props.put("listener.security.protocol.map", protocols);
@@ -128,12 +160,19 @@ public final class EmbeddedKafka implements AutoCloseable {
             props.put("log.cleaner.dedupe.buffer.size", "2097152");
             // Let tests use short consumer sessions (the broker's default minimum is 6 s).
             props.put("group.min.session.timeout.ms", "500");
+            // The same for the consumer protocol (KIP-848), whose minimums are 45 s sessions and 5 s heartbeats.
+            props.put("group.consumer.min.session.timeout.ms", "1000");
+            props.put("group.consumer.session.timeout.ms", "6000");
+            props.put("group.consumer.min.heartbeat.interval.ms", "100");
+            props.put("group.consumer.heartbeat.interval.ms", "500");
             props.putAll(brokerProperties);
+            props.remove(SASL_PORT);
 
             format(props, directory);
             KafkaRaftServer server = new KafkaRaftServer(KafkaConfig.fromProps(props, false), Time.SYSTEM);
             server.startup();
-            EmbeddedKafka kafka = new EmbeddedKafka(server, directory, "127.0.0.1:" + port, proxy);
+            EmbeddedKafka kafka = new EmbeddedKafka(
+                    server, directory, "127.0.0.1:" + port, proxy, saslPort == null ? null : "127.0.0.1:" + saslPort);
             kafka.awaitReady();
             return kafka;
         } catch (RuntimeException e) {
@@ -148,6 +187,14 @@ public final class EmbeddedKafka implements AutoCloseable {
     /** {@code host:port} of the plain listener. */
     public String bootstrapServers() {
         return bootstrapServers;
+    }
+
+    /** {@code host:port} of the {@code SASL_PLAINTEXT} listener of a broker from {@link #startWithSaslPlain}. */
+    public String saslBootstrapServers() {
+        if (saslBootstrapServers == null) {
+            throw new IllegalStateException("this broker was started without SASL: use startWithSaslPlain(...)");
+        }
+        return saslBootstrapServers;
     }
 
     /** {@code host:port} of the proxy in front of the {@code EXTERNAL} listener. */

@@ -44,6 +44,7 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import net.jqwik.api.lifecycle.AfterProperty;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -459,7 +460,7 @@ public abstract class IdempotencyStoreContract {
                     }))
                     .isInstanceOf(StackOverflowError.class);
             Outcome whileLeased = guard.run("pay-1", charges::incrementAndGet);
-            clock.advance(LEASE.plusSeconds(1));
+            advance(LEASE.plusSeconds(1));
             List<Boolean> tookOver = new CopyOnWriteArrayList<>();
             Outcome afterLease = guard.handle(Delivery.of("pay-1"), ctx -> {
                 tookOver.add(ctx.tookOver());
@@ -707,19 +708,22 @@ public abstract class IdempotencyStoreContract {
     }
 
     private final MutableClock propertyClock = MutableClock.atNow();
-    private IdempotencyStore propertyStore;
+    private @Nullable IdempotencyStore propertyStore;
 
     private IdempotencyStore propertyStore() {
-        if (propertyStore == null) {
-            propertyStore = createStore(propertyClock);
+        IdempotencyStore store = propertyStore;
+        if (store == null) {
+            store = createStore(propertyClock);
+            propertyStore = store;
         }
-        return propertyStore;
+        return store;
     }
 
     @AfterProperty
     void closePropertyStore() {
-        if (propertyStore != null) {
-            propertyStore.close();
+        IdempotencyStore store = propertyStore;
+        if (store != null) {
+            store.close();
             propertyStore = null;
         }
     }

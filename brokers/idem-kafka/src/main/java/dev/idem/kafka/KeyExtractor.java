@@ -1,6 +1,5 @@
 package dev.idem.kafka;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 import java.util.function.Function;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -25,16 +24,19 @@ public interface KeyExtractor<K, V> {
         return "the key extractor";
     }
 
-    /** The last header named {@code name}, read as UTF-8; the producer stamps it with {@link KafkaProducers}. */
+    /**
+     * The last header named {@code name}; the producer stamps it with {@link KafkaProducers}. The bytes are the key
+     * exactly: UTF-8 text when they decode without loss and hold no control character, else {@code hex:} and the
+     * bytes in lowercase hex (a text key that starts with {@code hex:} is written in hex too, so the two forms never
+     * meet). Two different headers never give the same key.
+     */
     static <K, V> KeyExtractor<K, V> header(String name) {
         Objects.requireNonNull(name, "name");
         return new KeyExtractor<>() {
             @Override
             public @Nullable String extract(ConsumerRecord<K, V> record) {
                 Header header = record.headers().lastHeader(name);
-                return header == null || header.value() == null
-                        ? null
-                        : new String(header.value(), StandardCharsets.UTF_8);
+                return header == null || header.value() == null ? null : ExactKeys.fromBytes(header.value());
             }
 
             @Override
@@ -44,7 +46,10 @@ public interface KeyExtractor<K, V> {
         };
     }
 
-    /** The record's key ({@code byte[]} read as UTF-8, anything else through {@code toString()}). */
+    /**
+     * The record's key: a {@code byte[]} read exactly as {@link #header(String)} reads a header, anything else through
+     * {@code toString()}.
+     */
     static <K, V> KeyExtractor<K, V> recordKey() {
         return new KeyExtractor<>() {
             @Override
@@ -53,7 +58,7 @@ public interface KeyExtractor<K, V> {
                 if (key == null) {
                     return null;
                 }
-                return key instanceof byte[] bytes ? new String(bytes, StandardCharsets.UTF_8) : key.toString();
+                return key instanceof byte[] bytes ? ExactKeys.fromBytes(bytes) : key.toString();
             }
 
             @Override

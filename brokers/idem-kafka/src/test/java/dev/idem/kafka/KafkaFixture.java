@@ -64,16 +64,42 @@ final class KafkaFixture {
 
     /** Consumer settings for a group that rebalances within a few seconds (classic protocol, short session). */
     static Map<String, Object> consumerProps(String group) {
+        return consumerProps(group, "classic");
+    }
+
+    /**
+     * Consumer settings for {@code protocol} ({@code classic}: short session, range assignor; {@code consumer}: KIP-848,
+     * whose session and heartbeat the embedded broker shortens).
+     */
+    static Map<String, Object> consumerProps(String group, String protocol) {
         Map<String, Object> props = new HashMap<>();
         props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka().bootstrapServers());
         props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "classic");
-        props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 3000);
-        props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 300);
-        props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
+        props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        if (protocol.equals("classic")) {
+            props.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 3000);
+            props.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 300);
+            props.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, RangeAssignor.class.getName());
+        }
         props.put(ConsumerConfig.CLIENT_ID_CONFIG, group + "-" + Long.toString(System.nanoTime(), 36));
         return props;
+    }
+
+    /** Sends {@code count} records keyed {@code prefix + i} to partition 0 without waiting for each ack. */
+    static void sendMany(String topic, String prefix, int count) {
+        sendMany(topic, 0, prefix, count);
+    }
+
+    /** Sends {@code count} records keyed {@code prefix + i} to {@code partition} without waiting for each ack. */
+    static void sendMany(String topic, int partition, String prefix, int count) {
+        try (KafkaProducer<String, String> producer = producer()) {
+            for (int i = 0; i < count; i++) {
+                producer.send(
+                        KafkaProducers.withKey(new ProducerRecord<>(topic, partition, null, "v" + i), prefix + i));
+            }
+            producer.flush();
+        }
     }
 
     /** A runner for {@code group} on {@code topic}: the key from the {@code idem-key} header, {@link #FAST_RETRY}. */
@@ -209,7 +235,7 @@ final class KafkaFixture {
         }
 
         /** The same debit on {@code c}, in the caller's transaction. */
-        void debit(Connection c, String account, long amount, String messageKey) throws SQLException {
+        static void debit(Connection c, String account, long amount, String messageKey) throws SQLException {
             try (PreparedStatement update =
                             c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?");
                     PreparedStatement insert = c.prepareStatement(

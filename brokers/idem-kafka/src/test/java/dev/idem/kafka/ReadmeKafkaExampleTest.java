@@ -43,7 +43,7 @@ class ReadmeKafkaExampleTest {
         Guard guard = Guard.builder(InMemoryStore.create()).namespace(group).build(); // or a JDBC / Redis store
         var consumer = IdempotentKafkaConsumer.builder(
                         Map.of("bootstrap.servers", bootstrap, "group.id", group, "auto.offset.reset", "earliest"))
-                .topics(paymentsTopic) // dead letters go to <topic>-dlt, which must exist
+                .topics(paymentsTopic) // dead letters go to <topic>-dlt, checked at start()
                 .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
                 .handler((key, record) -> guard.run(key, () -> chargeCustomer(record.value())))
                 .workers(4) // partitions in parallel, order kept within each

@@ -6,8 +6,10 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
 import dev.idem.StateMachine;
-import dev.idem.jdbc.SideEffect;
+import dev.idem.jdbc.Assignments;
+import dev.idem.jdbc.OwnTransaction;
 import dev.idem.jdbc.StateMachineGuard;
+import dev.idem.jdbc.TransactionalHandler;
 import dev.idem.jdbc.UniqueRowGuard;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -121,10 +123,14 @@ class CancelBeforeCreateTest {
     /** The order row guards itself; the event row is written in the same transaction, only if the event applied. */
     private static Outcome guarded(String order, String event) {
         DataSource dataSource = bank.database().dataSource();
-        SideEffect logEvent = c -> event(c, order, event);
-        return event.equals("CREATE")
-                ? NEW_ORDERS.insertOnce(dataSource, Map.of("id", order, "status", LIFECYCLE.initial()), logEvent)
-                : ORDERS.apply(dataSource, order, event, logEvent);
+        TransactionalHandler logEvent = c -> {
+            event(c, order, event);
+            return Outcome.processed();
+        };
+        return OwnTransaction.of(dataSource)
+                .run(c -> event.equals("CREATE")
+                        ? NEW_ORDERS.insertOnce(c, Map.of("id", order, "status", LIFECYCLE.initial()), logEvent)
+                        : ORDERS.apply(c, order, event, Assignments.of(), logEvent));
     }
 
     /** Without a guard: insert the order, or set the event's target state whatever the current one is. */

@@ -50,7 +50,7 @@ public final class IdempotentBatches {
         private static final long serialVersionUID = 1L;
 
         KeyInProgress(ConsumerRecord<?, ?> record, Exception cause) {
-            super(cause.getMessage(), cause, record);
+            super(String.valueOf(cause.getMessage()), cause, record);
         }
     }
 

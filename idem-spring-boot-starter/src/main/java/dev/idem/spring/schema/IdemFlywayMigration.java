@@ -5,6 +5,7 @@ import java.sql.Statement;
 import org.flywaydb.core.api.MigrationVersion;
 import org.flywaydb.core.api.migration.Context;
 import org.flywaydb.core.api.migration.JavaMigration;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Idem's tables as a Flyway <em>repeatable</em> migration ({@link IdemDdl}: the DDL idem-jdbc ships). Repeatable, so
@@ -20,7 +21,7 @@ public final class IdemFlywayMigration implements JavaMigration {
     }
 
     @Override
-    public MigrationVersion getVersion() {
+    public @Nullable MigrationVersion getVersion() {
         return null;
     }
 

@@ -162,7 +162,10 @@ public final class JdbcInbox {
                 settle(new ArrayList<>(work.subList(half, work.size())));
                 return;
             } else {
-                Outcome answer = attempt.failure() == REFUSED ? attempt.refusal() : attempt.failure();
+                Outcome refusal = attempt.refusal();
+                Outcome answer = attempt.failure() == REFUSED && refusal != null
+                        ? refusal
+                        : Objects.requireNonNull(attempt.failure());
                 work.forEach(p -> p.outcome = answer);
                 return;
             }
@@ -390,7 +393,7 @@ public final class JdbcInbox {
             try {
                 key = IdempotencyKey.of(namespace, d.key());
             } catch (InvalidKeyException e) {
-                outcomes[i] = Outcome.rejected(e.getMessage(), e);
+                outcomes[i] = Outcome.rejected(String.valueOf(e.getMessage()), e);
                 continue;
             }
             Optional<String> badFingerprint = Fingerprint.problem(d.fingerprint());

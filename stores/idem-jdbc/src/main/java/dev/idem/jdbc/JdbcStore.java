@@ -118,6 +118,8 @@ public final class JdbcStore implements IdempotencyStore {
     }
 
     /** What a claim does to an existing row it holds locked; rewrites go to {@code reclaims}. */
+    @SuppressWarnings(
+            "NullAway") // a stored result is `byte @Nullable []`: NullAway reads that only in JSpecify mode (JDK 22+)
     private ClaimResult decide(
             Connection c,
             Row row,

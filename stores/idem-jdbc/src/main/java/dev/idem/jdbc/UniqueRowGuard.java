@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -31,8 +32,8 @@ public final class UniqueRowGuard {
     private volatile @Nullable Dialect dialect;
 
     private UniqueRowGuard(Builder b) {
-        this.table = b.table;
-        this.uniqueKey = b.uniqueKey;
+        this.table = Objects.requireNonNull(b.table, "table");
+        this.uniqueKey = Objects.requireNonNull(b.uniqueKey, "uniqueKey");
     }
 
     public static Builder builder() {

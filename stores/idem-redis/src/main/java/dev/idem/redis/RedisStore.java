@@ -284,6 +284,8 @@ public final class RedisStore implements IdempotencyStore {
         return serverClock ? new byte[0] : millis(now);
     }
 
+    @SuppressWarnings(
+            "NullAway") // a stored result is `byte @Nullable []`: NullAway reads that only in JSpecify mode (JDK 22+)
     private static ClaimResult claimResult(ClaimRequest request, List<Object> r) {
         return switch (text(r.get(0))) {
             case "C" -> new ClaimResult.Claimed(request.owner(), number(r.get(1)), instant(r.get(2)));

@@ -1,0 +1,64 @@
+package dev.idem.kafka;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.Outcome;
+import dev.idem.jdbc.JdbcInbox;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * One consumer process of {@link KillNineTest}: the README's payment consumer ({@link JdbcInbox} + the runner, on a
+ * connection pool), which the test SIGKILLs at random moments. It prints {@code TX <key>} to stdout while a debit's
+ * transaction is open, so that the test can kill it mid-transaction.
+ *
+ * <p>Arguments: bootstrap servers, topic, group, group protocol, JDBC URL, inbox namespace.
+ */
+final class KillNineConsumer {
+    private KillNineConsumer() {}
+
+    public static void main(String[] args) throws Exception {
+        String bootstrap = args[0];
+        String topic = args[1];
+        String group = args[2];
+        String protocol = args[3];
+        String jdbcUrl = args[4];
+        String namespace = args[5];
+        PrintStream out = new PrintStream(System.out, true, StandardCharsets.UTF_8);
+        HikariConfig pool = new HikariConfig();
+        pool.setJdbcUrl(jdbcUrl);
+        pool.setMaximumPoolSize(4);
+        try (HikariDataSource dataSource = new HikariDataSource(pool)) {
+            JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace(namespace).build();
+            java.util.Map<String, Object> props = new java.util.HashMap<>();
+            props.put("bootstrap.servers", bootstrap);
+            props.put("group.id", group);
+            props.put("group.protocol", protocol);
+            props.put("auto.offset.reset", "earliest");
+            props.put("client.id", group + "-" + ProcessHandle.current().pid());
+            if (protocol.equals("classic")) {
+                props.put("session.timeout.ms", 3000);
+                props.put("heartbeat.interval.ms", 300);
+            }
+            var consumer = IdempotentKafkaConsumer.builder(props)
+                    .topics(topic)
+                    .workers(2)
+                    .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
+                    .retryPolicy(KafkaFixture.FAST_RETRY)
+                    .handler((key, record) -> inbox.handle(key, null, c -> {
+                        String[] debit = record.value().split(":");
+                        out.println("TX " + key);
+                        if (ThreadLocalRandom.current().nextInt(10) == 0) {
+                            Thread.sleep(30); // widen the window for a kill inside the transaction
+                        }
+                        KafkaFixture.Bank.debit(c, debit[0], Long.parseLong(debit[1]), key);
+                        return Outcome.processed();
+                    }))
+                    .build()
+                    .start();
+            out.println("STARTED");
+            consumer.awaitTermination(java.time.Duration.ofDays(1));
+        }
+    }
+}

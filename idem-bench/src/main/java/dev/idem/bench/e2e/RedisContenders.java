@@ -44,9 +44,9 @@ final class RedisContenders {
                 true,
                 "ledger_unique",
                 env -> {
-                    RedisStore store = RedisStore.builder(Objects.requireNonNull(env.redisUri()))
+                    RedisStore store = ClaimsOnly.armed(RedisStore.builder(Objects.requireNonNull(env.redisUri()))
                             .prefix(env.runId())
-                            .build();
+                            .build());
                     return JdbcContenders.leaseSession(env, store);
                 });
     }
@@ -69,9 +69,9 @@ final class RedisContenders {
                 true,
                 "ledger_unique",
                 env -> {
-                    RedisStore store = RedisStore.builder(Objects.requireNonNull(env.redisUri()))
+                    RedisStore store = ClaimsOnly.armed(RedisStore.builder(Objects.requireNonNull(env.redisUri()))
                             .prefix(env.runId())
-                            .build();
+                            .build());
                     return new RedisBatch(env, env.bank().faults().crashable(store));
                 });
     }

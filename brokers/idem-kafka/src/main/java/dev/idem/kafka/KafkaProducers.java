@@ -132,13 +132,12 @@ public final class KafkaProducers {
             } catch (java.util.concurrent.TimeoutException e) {
                 last = e;
             } catch (ExecutionException e) {
-                if (!(e.getCause() instanceof RetriableException)) {
+                Throwable cause = e.getCause() == null ? e : e.getCause();
+                if (!(cause instanceof RetriableException retriable)) {
                     throw new RetryLaterException(
-                            "send to " + record.topic() + " failed: "
-                                    + e.getCause().getMessage(),
-                            e.getCause());
+                            "send to " + record.topic() + " failed: " + cause.getMessage(), cause);
                 }
-                last = (Exception) e.getCause();
+                last = retriable;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new RetryLaterException("interrupted while sending to " + record.topic(), e);

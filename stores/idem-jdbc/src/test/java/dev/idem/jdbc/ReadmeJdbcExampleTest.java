@@ -2,6 +2,7 @@ package dev.idem.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.Delivery;
 import dev.idem.Fingerprint;
 import dev.idem.Guard;
 import dev.idem.Outcome;
@@ -61,7 +62,7 @@ class ReadmeJdbcExampleTest {
         // readme:inbox begin
         JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace("payments").build();
 
-        Outcome outcome = inbox.handle(message.key(), Fingerprint.of(message.body()), connection -> {
+        Outcome outcome = inbox.handle(Delivery.of(message.key(), Fingerprint.of(message.body())), connection -> {
             try (var debit = connection.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?")) {
                 debit.setLong(1, message.amount());
                 debit.setLong(2, message.accountId());

@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.ConfigurationException;
+import dev.idem.DeadLetterException;
 import dev.idem.Delivery;
 import dev.idem.Fingerprint;
+import dev.idem.HandlingContext;
 import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
 import dev.idem.spi.ClaimRequest;
@@ -20,6 +22,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -438,6 +441,194 @@ abstract class InboxTestBase extends InboxFixture {
             ps.setString(1, note);
             ps.executeUpdate();
         }
+    }
+
+    // ---------------------------------------------------------------- the batch handler
+
+    /** Pays every context's payment with two JDBC batches: account {@code index}, amount {@code index + 1}. */
+    private static List<Outcome> payInJdbcBatches(Connection c, List<HandlingContext> fresh) throws SQLException {
+        try (PreparedStatement debit = c.prepareStatement("UPDATE accounts SET balance = balance - ? WHERE id = ?");
+                PreparedStatement ledger = c.prepareStatement("INSERT INTO ledger VALUES (?, ?, ?)")) {
+            for (HandlingContext context : fresh) {
+                debit.setLong(1, context.index() + 1);
+                debit.setInt(2, context.index());
+                debit.addBatch();
+                ledger.setString(1, context.delivery().key());
+                ledger.setInt(2, context.index());
+                ledger.setLong(3, context.index() + 1);
+                ledger.addBatch();
+            }
+            debit.executeBatch();
+            ledger.executeBatch();
+        }
+        return Collections.nCopies(fresh.size(), Outcome.processed());
+    }
+
+    private static List<Delivery> deliveries(String... keys) {
+        return Arrays.stream(keys).map(Delivery::of).toList();
+    }
+
+    private void assertPaid(int index, boolean paid) throws SQLException {
+        assertThat(balance(index))
+                .as("balance of account %d", index)
+                .isEqualTo(INITIAL_BALANCE - (paid ? index + 1 : 0));
+    }
+
+    @Test
+    void batchHandler_getsEveryNewDeliveryInOneCall_withItsIndex_andNeverADuplicate() throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle(Delivery.of("b"), c -> Outcome.processed());
+        List<List<Integer>> calls = new ArrayList<>();
+
+        List<Outcome> outcomes = inbox.handleBatch(deliveries("a", "b", "c", "a", "d"), (c, fresh) -> {
+            calls.add(fresh.stream().map(HandlingContext::index).toList());
+            return payInJdbcBatches(c, fresh);
+        });
+
+        assertThat(calls).containsExactly(List.of(0, 2, 4));
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(
+                        Outcome.Type.PROCESSED,
+                        Outcome.Type.DUPLICATE,
+                        Outcome.Type.PROCESSED,
+                        Outcome.Type.DUPLICATE,
+                        Outcome.Type.PROCESSED);
+        assertPaid(0, true);
+        assertPaid(2, true);
+        assertPaid(4, true);
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isEqualTo(3);
+        assertThat(inbox.handleBatch(deliveries("a", "c", "d"), (c, fresh) -> {
+                    throw new AssertionError("every key is a duplicate: the handler must not run");
+                }))
+                .extracting(Outcome::type)
+                .containsOnly(Outcome.Type.DUPLICATE);
+    }
+
+    @Test
+    void batchHandler_throwingBecauseOfOneDelivery_failsThatOneAlone_andCommitsTheOthersOnce() throws SQLException {
+        JdbcInbox inbox = inbox();
+        List<String> keys = List.of("k0", "k1", "k2", "k3", "poison", "k5", "k6", "k7", "k8");
+        AtomicInteger calls = new AtomicInteger();
+
+        List<Outcome> outcomes = inbox.handleBatch(deliveries(keys.toArray(String[]::new)), (c, fresh) -> {
+            calls.incrementAndGet();
+            List<Outcome> answers = payInJdbcBatches(c, fresh); // written, then thrown away with the transaction
+            if (fresh.stream().anyMatch(context -> context.delivery().key().equals("poison"))) {
+                throw new DeadLetterException("poison cannot be paid", null);
+            }
+            return answers;
+        });
+
+        for (int i = 0; i < keys.size(); i++) {
+            boolean poison = keys.get(i).equals("poison");
+            assertThat(outcomes.get(i).type())
+                    .as(keys.get(i))
+                    .isEqualTo(poison ? Outcome.Type.REJECTED : Outcome.Type.PROCESSED);
+            assertPaid(i, !poison);
+            assertThat(ledgerRows(keys.get(i))).isEqualTo(poison ? 0 : 1);
+        }
+        assertThat(outcomes.get(4).reason()).contains("poison cannot be paid");
+        assertThat(marks()).isEqualTo(keys.size() - 1);
+        assertThat(calls.get()).as("bisected, not one call per delivery").isLessThan(2 * keys.size());
+    }
+
+    @Test
+    void batchHandler_answeringNotFinalForOne_rollsItBack_andRerunsTheRestWithoutIt() throws SQLException {
+        JdbcInbox inbox = inbox();
+        List<List<Integer>> calls = new ArrayList<>();
+
+        List<Outcome> outcomes = inbox.handleBatch(deliveries("a", "b", "c"), (c, fresh) -> {
+            calls.add(fresh.stream().map(HandlingContext::index).toList());
+            List<Outcome> answers = new ArrayList<>(payInJdbcBatches(c, fresh));
+            for (int i = 0; i < fresh.size(); i++) {
+                if (fresh.get(i).index() == 1) {
+                    answers.set(i, Outcome.outOfOrder("b waits for its predecessor"));
+                }
+            }
+            return answers;
+        });
+
+        assertThat(calls).containsExactly(List.of(0, 1, 2), List.of(0, 2));
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(Outcome.Type.PROCESSED, Outcome.Type.OUT_OF_ORDER, Outcome.Type.PROCESSED);
+        assertPaid(0, true);
+        assertPaid(1, false);
+        assertPaid(2, true);
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isEqualTo(2);
+        assertThat(marks()).isEqualTo(2);
+    }
+
+    @Test
+    void batchHandler_answeringAListOfAnotherSize_failsItsDeliveries_namingTheMistake_andCommitsNothing()
+            throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle(Delivery.of("b"), c -> Outcome.processed());
+
+        List<Outcome> outcomes = inbox.handleBatch(
+                deliveries("a", "b", "c"),
+                (c, fresh) -> payInJdbcBatches(c, fresh).subList(0, 1));
+
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(Outcome.Type.FAILED, Outcome.Type.DUPLICATE, Outcome.Type.FAILED);
+        assertThat(outcomes.get(0).reason()).contains("programming error", "1 outcomes for 2 deliveries");
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isZero();
+        assertPaid(0, false);
+        assertThat(marks()).isEqualTo(1);
+    }
+
+    @Test
+    void batchHandler_throwingAnError_commitsNothing_andTheRedeliveryRuns() throws SQLException {
+        JdbcInbox inbox = inbox();
+
+        assertThatThrownBy(() -> inbox.handleBatch(deliveries("a", "b"), (c, fresh) -> {
+                    payInJdbcBatches(c, fresh);
+                    throw new OutOfMemoryError("simulated");
+                }))
+                .isInstanceOf(OutOfMemoryError.class);
+
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isZero();
+        assertThat(marks()).isZero();
+        assertThat(inbox.handleBatch(deliveries("a", "b"), InboxTestBase::payInJdbcBatches))
+                .extracting(Outcome::type)
+                .containsOnly(Outcome.Type.PROCESSED);
+        assertPaid(0, true);
+        assertPaid(1, true);
+    }
+
+    @Test
+    void joinedBatch_undoesOnlyTheFailedDelivery_andLeavesTheCommitToTheCaller() throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle(Delivery.of("b"), c -> Outcome.processed());
+        List<Outcome> outcomes;
+        try (Connection tx = db.connection()) {
+            tx.setAutoCommit(false);
+            insertAudit(tx, "before");
+            outcomes = inbox.handleBatch(tx, deliveries("a", "b", "c", "d"), (c, fresh) -> {
+                assertThat(c).isSameAs(tx);
+                List<Outcome> answers = payInJdbcBatches(c, fresh);
+                if (fresh.stream().anyMatch(context -> context.index() == 2)) {
+                    throw new IllegalStateException("c fails");
+                }
+                return answers;
+            });
+            insertAudit(tx, "after");
+            assertThat(marks()).as("nothing visible before the caller commits").isEqualTo(1);
+            tx.commit();
+        }
+
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(
+                        Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE, Outcome.Type.FAILED, Outcome.Type.PROCESSED);
+        assertThat(outcomes.get(2).reason()).contains("c fails");
+        assertPaid(0, true);
+        assertPaid(2, false);
+        assertPaid(3, true);
+        assertThat(queryLong("SELECT COUNT(*) FROM audit")).isEqualTo(2);
+        assertThat(marks()).isEqualTo(3);
     }
 
     // ---------------------------------------------------------------- batches

@@ -225,12 +225,13 @@ public final class JdbcInbox {
         try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, sql.dialect, false)) {
             Connection c = tx.connection();
             String owner = newOwner();
-            Attempt processed = process(c, work, owner, handler);
+            @Nullable WatchedConnection watched = sql.dialect == Dialect.POSTGRESQL ? null : new WatchedConnection(c);
+            Attempt processed = process(c, watched == null ? c : watched.connection(), work, owner, handler);
             if (!processed.applied()) {
                 tx.rollback();
                 return processed;
             }
-            if (!marksStillOurs(c, work, owner)) {
+            if (watched != null && !watched.provablyIntact() && !marksStillOurs(c, work, owner)) {
                 tx.rollback();
                 return Attempt.failed(RETRY);
             }
@@ -266,13 +267,10 @@ public final class JdbcInbox {
     /**
      * MariaDB/MySQL and H2 roll back a deadlock victim's whole transaction, marks included; a handler that catches
      * the deadlock and carries on writes into a new transaction that holds no mark. Counts the marks this
-     * transaction inserted (one round trip per transaction); PostgreSQL needs no count, an aborted transaction is
-     * detected before the commit.
+     * transaction inserted (one round trip), asked only when the handler's {@link WatchedConnection} saw something
+     * that could have rolled it back; PostgreSQL needs no count, an aborted transaction is detected before the commit.
      */
     private boolean marksStillOurs(Connection c, List<Pending> work, String owner) throws SQLException {
-        if (sql.dialect == Dialect.POSTGRESQL) {
-            return true;
-        }
         List<String> claimed =
                 work.stream().filter(p -> p.claimed).map(p -> p.id).toList();
         return claimed.isEmpty() || sql.countOwned(c, claimed, owner) == claimed.size();
@@ -327,7 +325,7 @@ public final class JdbcInbox {
             throw callerTransactionLost(e);
         }
         try {
-            Attempt processed = process(c, work, newOwner(), handler);
+            Attempt processed = process(c, c, work, newOwner(), handler);
             if (processed.applied()) {
                 release(c, savepoint);
             } else {
@@ -445,11 +443,13 @@ public final class JdbcInbox {
 
     /**
      * Claims the keys of {@code work} on {@code c}, answers the duplicates, and hands the new ones to {@code handler}
-     * at once. Answers {@link Attempt#APPLIED} when every outcome is final and the transaction may commit; otherwise
+     * at once, on {@code handlerConnection} (the same connection, maybe {@linkplain WatchedConnection watched}). Answers {@link Attempt#APPLIED} when every outcome is final and the transaction may commit; otherwise
      * the caller must roll back. Throws the SQLExceptions of its own statements, and a handler's deadlock, for the
      * caller to roll back and retry.
      */
-    private Attempt process(Connection c, List<Pending> work, String owner, BatchHandler handler) throws SQLException {
+    private Attempt process(
+            Connection c, Connection handlerConnection, List<Pending> work, String owner, BatchHandler handler)
+            throws SQLException {
         claim(c, work, owner);
         List<Pending> fresh = work.stream().filter(p -> p.claimed).toList();
         if (fresh.isEmpty()) {
@@ -457,7 +457,7 @@ public final class JdbcInbox {
         }
         List<Outcome> answers;
         try {
-            answers = handler.handle(c, contexts(fresh, owner));
+            answers = handler.handle(handlerConnection, contexts(fresh, owner));
         } catch (Exception e) {
             if (SqlErrors.isDeadlock(e)) {
                 throw e instanceof SQLException s ? s : new SQLException("deadlock in the handler", "40001", e);

@@ -51,6 +51,31 @@ class MariaDbInboxFaultsTest extends InboxFaultsContract {
         assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
     }
 
+    /**
+     * The mark count is skipped when the handler's connection saw no failure; a handler that takes the driver's own
+     * connection out of it ({@code unwrap}) and swallows a deadlock there must still be caught.
+     */
+    @Test
+    @Timeout(60)
+    void handlerSwallowingADeadlock_onTheUnwrappedDriverConnection_isNeverProcessedWithoutItsMark() throws Exception {
+        JdbcInbox inbox = inbox();
+        AtomicInteger runs = new AtomicInteger();
+
+        Outcome outcome = inbox.handle(Delivery.of("p1"), c -> {
+            if (runs.incrementAndGet() == 1) {
+                swallowDeadlock(c.unwrap(Connection.class));
+            }
+            return pay("p1", 1, 10).handle(c);
+        });
+        Outcome redelivered = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
+
+        assertThat(outcome.type()).as("%s", outcome).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(runs).as("rerun after the lost mark was found").hasValue(2);
+        assertThat(redelivered.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+    }
+
     @Test
     @Timeout(60)
     void handlerSwallowingADeadlock_inABatch_isNeverProcessedWithoutItsMark() throws Exception {

@@ -1,0 +1,67 @@
+package dev.idem.jdbc;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.CallableStatement;
+import java.sql.Connection;
+import java.sql.DatabaseMetaData;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.Set;
+
+/**
+ * The connection a handler gets on MariaDB/MySQL and H2, which roll a deadlock victim's whole transaction back, marks
+ * included: it notes whether anything that could have ended the transaction went by. A database that rolls the
+ * transaction back says so to the statement that ran into it, so when no call on this connection (or on a statement,
+ * result set or metadata it gave out) failed, and the handler took no driver object out of reach ({@code unwrap}) nor
+ * ended the transaction itself, the marks are provably still there and need no counting before the commit.
+ */
+final class WatchedConnection {
+    private static final Set<Class<?>> WATCHED = Set.of(
+            Connection.class,
+            Statement.class,
+            PreparedStatement.class,
+            CallableStatement.class,
+            ResultSet.class,
+            DatabaseMetaData.class);
+    private static final Set<String> ENDS_THE_TRANSACTION =
+            Set.of("commit", "rollback", "setAutoCommit", "close", "abort", "releaseSavepoint");
+
+    private final Connection connection;
+    private volatile boolean unsure;
+
+    WatchedConnection(Connection connection) {
+        this.connection = watch(connection, Connection.class);
+    }
+
+    /** What the handler gets. */
+    Connection connection() {
+        return connection;
+    }
+
+    /** True when nothing went by that could have rolled the transaction back. */
+    boolean provablyIntact() {
+        return !unsure;
+    }
+
+    private <T> T watch(Object target, Class<T> type) {
+        return type.cast(Proxy.newProxyInstance(
+                WatchedConnection.class.getClassLoader(), new Class<?>[] {type}, (proxy, method, args) -> {
+                    String name = method.getName();
+                    if (name.equals("unwrap") || (type == Connection.class && ENDS_THE_TRANSACTION.contains(name))) {
+                        unsure = true;
+                    }
+                    Object result;
+                    try {
+                        result = method.invoke(target, args);
+                    } catch (InvocationTargetException e) {
+                        unsure = true;
+                        Throwable cause = e.getCause();
+                        throw cause == null ? e : cause;
+                    }
+                    Class<?> returned = method.getReturnType();
+                    return result != null && WATCHED.contains(returned) ? watch(result, returned) : result;
+                }));
+    }
+}

@@ -3,6 +3,7 @@ package dev.idem.bench.e2e;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.bench.e2e.Workload.Shape;
+import dev.idem.testsupport.CountingSocketFactory;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestDatabase.Engine;
 import dev.idem.testsupport.TestServers;

@@ -37,7 +37,7 @@ import org.jspecify.annotations.Nullable;
  * }</pre>
  *
  * <p>Each operation is atomic under concurrency and never joins a caller's transaction. On PostgreSQL a claim is one
- * statement (an upsert that takes a free, expired or own key and reads the row as it was); on MariaDB a free key is
+ * statement (an upsert that locks the key's row, reads it, and takes it when it is free, expired or the caller's own); on MariaDB a free key is
  * claimed by one conflict-free insert and a done or live key answered by one read, and only a row to rewrite (an
  * expired lease or retention) takes a short transaction that locks it ({@code SELECT ... FOR UPDATE}), as every claim
  * does on H2. {@code complete}, {@code release} and {@code extend} are single owner-checked statements, which read the
@@ -128,14 +128,22 @@ public final class JdbcStore implements IdempotencyStore {
     }
 
     /**
-     * PostgreSQL's claim: one atomic upsert that claims a free, expired or own key and reads the row as it was. A
-     * row that changed between the two (a claim racing this one) makes it try again.
+     * PostgreSQL's claim: one atomic upsert that claims a free, expired or own key and reads the row it replaced. A
+     * key inserted by a claim racing this one, or a serialization failure under repeatable read, makes it try again.
      */
     private ClaimResult upsertClaim(Connection c, ClaimRequest request) throws SQLException {
         String id = request.key().storageId();
         for (int attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-            Sql.UpsertedClaim upsert = sql.upsertClaim(
-                    c, id, request.owner(), givenNow(), request.lease().toMillis(), request.fingerprint());
+            Sql.UpsertedClaim upsert;
+            try {
+                upsert = sql.upsertClaim(
+                        c, id, request.owner(), givenNow(), request.lease().toMillis(), request.fingerprint());
+            } catch (SQLException e) {
+                if (SqlErrors.isDeadlock(e)) {
+                    continue; // a row changed since the statement's snapshot (repeatable read): nothing was written
+                }
+                throw e;
+            }
             Row before = upsert.before();
             Long token = upsert.token();
             if (token != null) {

@@ -194,7 +194,8 @@ final class Sql {
     /**
      * What PostgreSQL's one-statement claim saw and did: the clock it used, the claim it made ({@code token} and
      * {@code leaseUntil}, null when the key is held by someone else), whether it inserted the row, and the row as it
-     * was when the statement started ({@code before}, null when there was none).
+     * was before the claim, read under the claim's lock ({@code before}; null when there was none, or when another
+     * transaction inserted it while this statement ran).
      */
     record UpsertedClaim(
             long now,
@@ -207,6 +208,8 @@ final class Sql {
      * PostgreSQL's claim in one statement (one round trip in auto-commit): inserts the key, or takes its row over
      * when its lease or retention has ended or it is the caller's own claim, in one atomic upsert; and reads the row
      * as it was, which says why nothing was taken, or whose lease was. {@code now} is null for the database's clock.
+     * Under repeatable read a row changed since the statement's snapshot is a serialization failure (SQLState
+     * 40001): nothing was changed, and the caller runs the statement again.
      */
     UpsertedClaim upsertClaim(
             Connection c, String id, String owner, @Nullable Long now, long leaseMillis, @Nullable String fingerprint)
@@ -236,14 +239,17 @@ final class Sql {
     }
 
     private String upsertClaim(String clock) {
+        // `before` locks the row and reads its latest version (read committed follows a concurrent update), and the
+        // insert reads `before` first, so the row it then rewrites is the one `before` shows. A takeover draws its
+        // token once it holds the row, so the token is greater than that of every claim the row had.
         return "WITH clock AS (SELECT " + clock + " AS now),"
-                + " before AS (SELECT " + READ_COLUMNS + " FROM " + table + " WHERE id = ?),"
+                + " before AS (SELECT " + READ_COLUMNS + " FROM " + table + " WHERE id = ? FOR UPDATE),"
                 + " claimed AS (INSERT INTO " + table + " AS cur (" + COLUMNS + ")"
                 + " SELECT ?, '" + PROCESSING + "', ?, nextval('" + sequence + "'), clock.now + ?, NULL, ?, NULL"
-                + " FROM clock"
+                + " FROM clock LEFT JOIN before ON TRUE"
                 + " ON CONFLICT (id) DO UPDATE SET state = '" + PROCESSING + "', owner_token = EXCLUDED.owner_token,"
                 + " fencing_token = CASE WHEN cur.state = '" + PROCESSING + "' AND cur.owner_token ="
-                + " EXCLUDED.owner_token THEN cur.fencing_token ELSE EXCLUDED.fencing_token END,"
+                + " EXCLUDED.owner_token THEN cur.fencing_token ELSE nextval('" + sequence + "') END,"
                 + " expires_at = EXCLUDED.expires_at, completed_at = NULL, fingerprint = EXCLUDED.fingerprint,"
                 + " result_data = NULL"
                 + " WHERE cur.expires_at <= (SELECT now FROM clock)"

@@ -1,18 +1,25 @@
 package dev.idem.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.IdempotencyKey;
+import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.UpdateResult;
 import dev.idem.testkit.IdempotencyStoreContract;
+import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.TestServers;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.sql.Connection;
+import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -23,6 +30,7 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -131,6 +139,65 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
                 assertThat(t.fencingToken()).isGreaterThan(batchToken);
             });
         }
+    }
+
+    /**
+     * The claim's statement runs and commits but its answer is lost (the caller sees the store unavailable): a
+     * redelivery's claim by a new owner finds the key in progress, and the first owner's retry gets its claim back.
+     */
+    @Test
+    @Timeout(60)
+    void claim_whoseAnswerIsLost_isInProgressForTheRedelivery_andClaimedAgainByItsOwner() throws SQLException {
+        assumeTrue(dialect() != Dialect.H2, "H2 runs in memory here: no connection to lose");
+        assumeTrue(
+                dialect() != Dialect.MARIADB || !databaseClock(),
+                "a claim on MariaDB's clock reads the clock first: the answer lost would be the clock's");
+        IdempotencyKey k = key("k");
+        TestServers.Server server = dialect() == Dialect.POSTGRESQL ? TestServers.postgres() : TestServers.mysql();
+        String url = PerClassDatabase.of(getClass(), dialect())
+                .url()
+                .replace(server.host() + ":" + server.port(), "127.0.0.1:%d");
+        try (TcpProxy proxy = TcpProxy.start(server.host(), server.port());
+                Connection connection = DriverManager.getConnection(String.format(url, proxy.port())
+                        + (dialect() == Dialect.POSTGRESQL ? "&socketTimeout=2" : "&socketTimeout=2000"))) {
+            JdbcStore lossy = storeOn(onlyConnection(connection), clock);
+            assertThat(lossy.lookup(k)).isEmpty(); // the connection is open and proven
+            proxy.blackholeExisting();
+
+            assertThatThrownBy(() -> lossy.claim(ClaimRequest.of(k, "owner-a", LEASE)))
+                    .isInstanceOf(StoreUnavailableException.class);
+        }
+
+        assertThat(store.claim(ClaimRequest.of(k, "owner-b", LEASE)))
+                .isInstanceOfSatisfying(
+                        ClaimResult.InProgress.class, p -> assertThat(p.owner()).isEqualTo("owner-a"));
+        long token = store.lookup(k).orElseThrow().fencingToken();
+        assertThat(store.claim(ClaimRequest.of(k, "owner-a", LEASE)))
+                .isInstanceOfSatisfying(
+                        ClaimResult.Claimed.class,
+                        c -> assertThat(c.fencingToken()).isEqualTo(token));
+    }
+
+    /** A data source that hands out {@code connection} every time, and never closes it (a pool would replace it). */
+    private static DataSource onlyConnection(Connection connection) {
+        Connection kept = (Connection) Proxy.newProxyInstance(
+                Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (self, method, args) -> {
+                    if (method.getName().equals("close")) {
+                        return null;
+                    }
+                    try {
+                        return method.invoke(connection, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        return (DataSource) Proxy.newProxyInstance(
+                DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class}, (self, method, args) -> {
+                    if (method.getName().equals("getConnection")) {
+                        return kept;
+                    }
+                    throw new UnsupportedOperationException(method.getName());
+                });
     }
 
     private HikariDataSource pool(Isolation isolation) {

@@ -99,6 +99,30 @@ final class Bank {
         insertRows("payment (id, status)", payments);
     }
 
+    /**
+     * Fills {@code idem_keys} with {@code count} completed marks of other keys, as a store holds after days of
+     * traffic: kept until tomorrow ({@code expired} false) or with their retention ended, waiting for the purge.
+     * Written by one statement on the server.
+     */
+    void fillMarks(int count, boolean expired) throws SQLException {
+        long now = System.currentTimeMillis();
+        long expiresAt = expired ? now - 1000 : now + 86_400_000L;
+        String prefix = expired ? "'expired:'" : "'retained:'";
+        String rows = switch (engine) {
+            case POSTGRESQL ->
+                "SELECT " + prefix + " || g, 'DONE', 'old', 0, " + expiresAt + ", " + (now - 2000)
+                        + ", NULL, NULL FROM generate_series(1, " + count + ") g";
+            case MARIADB ->
+                "SELECT CONCAT(" + prefix + ", seq), 'DONE', 'old', 0, " + expiresAt + ", " + (now - 2000)
+                        + ", NULL, NULL FROM seq_1_to_" + count;
+            case H2 ->
+                "SELECT " + prefix + " || X, 'DONE', 'old', 0, " + expiresAt + ", " + (now - 2000)
+                        + ", NULL, NULL FROM SYSTEM_RANGE(1, " + count + ")";
+        };
+        execute("INSERT INTO idem_keys (id, state, owner_token, fencing_token, expires_at, completed_at, fingerprint,"
+                + " result_data) " + rows);
+    }
+
     boolean tableExists(String table) {
         try (Connection c = dataSource.getConnection();
                 Statement s = c.createStatement()) {

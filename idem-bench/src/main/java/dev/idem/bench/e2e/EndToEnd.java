@@ -3,11 +3,14 @@ package dev.idem.bench.e2e;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.bench.e2e.Workload.Shape;
+import dev.idem.jdbc.JdbcStore;
+import dev.idem.testsupport.CountingSocketFactory;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestDatabase.Engine;
 import dev.idem.testsupport.TestServers;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
@@ -84,6 +87,7 @@ public final class EndToEnd {
             Duration lease,
             Duration timeout,
             int batch,
+            int retained,
             @Nullable Path out,
             String command) {}
 
@@ -165,6 +169,7 @@ public final class EndToEnd {
                 "--contenders",
                 "--seed",
                 "--timeout",
+                "--retained",
                 "--out");
         for (String k : given.keySet()) {
             if (!known.contains(k)) {
@@ -212,6 +217,7 @@ public final class EndToEnd {
                 Duration.ofMillis(Long.parseLong(given.getOrDefault("--lease", "2000"))),
                 Duration.ofSeconds(Long.parseLong(given.getOrDefault("--timeout", "300"))),
                 batch,
+                Integer.parseInt(given.getOrDefault("--retained", "0")),
                 given.containsKey("--out") ? Path.of(given.get("--out")) : null,
                 String.join(" ", args));
     }
@@ -273,6 +279,7 @@ public final class EndToEnd {
         }
         List<Measurement> measurements = new ArrayList<>();
         List<ClaimsMeasurement> claims = new ArrayList<>();
+        List<String> purgeFacts = new ArrayList<>();
         Workload clean = Workload.generate(options.shape().withoutFaults());
         Workload faulty = Workload.generate(options.shape());
         List<Contender> contenders = contenders(options.batch()).stream()
@@ -317,6 +324,11 @@ public final class EndToEnd {
                     }
                 }
             }
+            if (options.retained() > 0) {
+                for (Map.Entry<Engine, HikariDataSource> e : counted.entrySet()) {
+                    purgeFacts.add(purgeRate(new Bank(e.getValue(), e.getKey(), faults), options.retained()));
+                }
+            }
         } finally {
             counted.values().forEach(HikariDataSource::close);
             databases.values().forEach(TestDatabase::close);
@@ -332,8 +344,34 @@ public final class EndToEnd {
                         "Machine: " + Machine.cpu() + "; " + Machine.jdk(),
                         "Load average (1 min) before / after: " + loadBefore + " / " + Machine.loadAverage(),
                         databaseFacts.values().stream().collect(Collectors.joining("; ")),
-                        redisFacts));
+                        redisFacts,
+                        options.retained() == 0
+                                ? ""
+                                : "Retention full: " + options.retained() + " completed marks of other keys in"
+                                        + " idem_keys during every run; " + String.join("; ", purgeFacts)));
         return new Report(measurements, claims, skipped, markdown);
+    }
+
+    /** How fast a purge deletes {@code count} marks whose retention ended, on an otherwise empty table. */
+    private static String purgeRate(Bank bank, int count) throws SQLException {
+        if (!bank.tableExists("idem_keys")) {
+            return "purge on " + bank.engine() + ": not measured, no Idem contender ran there";
+        }
+        bank.execute("DELETE FROM idem_keys");
+        bank.fillMarks(count, true);
+        JdbcStore store = JdbcStore.builder(bank.dataSource()).build();
+        long start = System.nanoTime();
+        int purged = store.purgeExpired();
+        double seconds = (System.nanoTime() - start) / 1e9;
+        String fact = String.format(
+                Locale.ROOT,
+                "purge on %s: %,d expired marks in %.2f s (%,.0f rows/s)",
+                bank.engine(),
+                purged,
+                seconds,
+                purged / seconds);
+        System.err.println(fact);
+        return fact;
     }
 
     private static Measurement runOne(
@@ -346,6 +384,9 @@ public final class EndToEnd {
             }
         }
         bank.reset(workload, ownTables);
+        if (o.retained() > 0 && ownTables.contains("idem_keys")) {
+            bank.fillMarks(o.retained(), false);
+        }
         String runId = "e2e" + Long.toString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE, 36);
         Runner.Result result;
         Costs costs;

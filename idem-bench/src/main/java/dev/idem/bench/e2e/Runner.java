@@ -2,6 +2,7 @@ package dev.idem.bench.e2e;
 
 import dev.idem.bench.e2e.Contender.Answer;
 import dev.idem.bench.e2e.Workload.Delivery;
+import dev.idem.testsupport.CountingSocketFactory;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;

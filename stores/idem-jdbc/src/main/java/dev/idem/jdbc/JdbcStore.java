@@ -36,9 +36,12 @@ import org.jspecify.annotations.Nullable;
  * Guard guard = Guard.builder(store).namespace("payments").build();
  * }</pre>
  *
- * <p>Each operation is one short transaction of its own (it never joins a caller's transaction) and is atomic under
- * concurrency: a claim locks the key's row ({@code SELECT ... FOR UPDATE}) or inserts it with a conflict-free insert;
- * {@code complete}, {@code release} and {@code extend} are single owner-checked statements.
+ * <p>Each operation is atomic under concurrency and never joins a caller's transaction. On PostgreSQL a claim is one
+ * statement (an upsert that locks the key's row, reads it, and takes it when it is free, expired or the caller's own); on MariaDB a free key is
+ * claimed by one conflict-free insert and a done or live key answered by one read, and only a row to rewrite (an
+ * expired lease or retention) takes a short transaction that locks it ({@code SELECT ... FOR UPDATE}), as every claim
+ * does on H2. {@code complete}, {@code release} and {@code extend} are single owner-checked statements, which read the
+ * database's clock inline when it is used.
  *
  * <p><b>Fencing tokens</b> come from one database sequence per table ({@code <table>_fencing}). A sequence is
  * monotonic across all namespaces, so it is monotonic in each, and unlike a counter row per namespace it is never a
@@ -85,7 +88,92 @@ public final class JdbcStore implements IdempotencyStore {
     @Override
     public ClaimResult claim(ClaimRequest request) {
         checkFingerprint(request.fingerprint());
-        return inTransaction("claim " + request.key().logId(), tx -> claimIn(tx, request));
+        String what = "claim " + request.key().logId();
+        if (sql.dialect == Dialect.POSTGRESQL) {
+            return inAutoCommit(what, c -> upsertClaim(c, request));
+        }
+        if (sql.dialect == Dialect.MARIADB) {
+            Optional<ClaimResult> settled = inAutoCommit(what, c -> insertOrRead(c, request));
+            if (settled.isPresent()) {
+                return settled.get();
+            }
+        }
+        return inTransaction(what, tx -> claimIn(tx, request));
+    }
+
+    /**
+     * MariaDB's claim without a transaction where it can be: a conflict-free insert claims a free key; else a read
+     * answers a key that is done or held by another owner's live lease. Null when the row must be rewritten (an
+     * expired lease or retention, the caller's own claim): that takes the locking transaction.
+     */
+    private Optional<ClaimResult> insertOrRead(Connection c, ClaimRequest request) throws SQLException {
+        String id = request.key().storageId();
+        long now = now(c);
+        long leaseUntil = now + request.lease().toMillis();
+        Long token = sql.insertClaims(
+                        c, List.of(new Sql.NewClaim(id, request.owner(), leaseUntil, request.fingerprint())))
+                .get(id);
+        if (token != null) {
+            return Optional.of(new ClaimResult.Claimed(request.owner(), token, Instant.ofEpochMilli(leaseUntil)));
+        }
+        Row row = sql.select(c, id, Sql.Lock.NONE);
+        if (row == null || !row.live(now) || row.owner().equals(request.owner())) {
+            return Optional.empty();
+        }
+        return Optional.of(
+                row.done()
+                        ? done(row, now)
+                        : new ClaimResult.InProgress(
+                                row.owner(), Instant.ofEpochMilli(row.expiresAt()), row.fingerprint()));
+    }
+
+    /**
+     * PostgreSQL's claim: one atomic upsert that claims a free, expired or own key and reads the row it replaced. A
+     * key inserted by a claim racing this one, or a serialization failure under repeatable read, makes it try again.
+     */
+    private ClaimResult upsertClaim(Connection c, ClaimRequest request) throws SQLException {
+        String id = request.key().storageId();
+        for (int attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
+            Sql.UpsertedClaim upsert;
+            try {
+                upsert = sql.upsertClaim(
+                        c, id, request.owner(), givenNow(), request.lease().toMillis(), request.fingerprint());
+            } catch (SQLException e) {
+                if (SqlErrors.isDeadlock(e)) {
+                    continue; // a row changed since the statement's snapshot (repeatable read): nothing was written
+                }
+                throw e;
+            }
+            Row before = upsert.before();
+            Long token = upsert.token();
+            if (token != null) {
+                Instant until = Instant.ofEpochMilli(upsert.leaseUntil());
+                if (upsert.inserted()
+                        || (before != null && (before.done() || before.owner().equals(request.owner())))) {
+                    return new ClaimResult.Claimed(request.owner(), token, until);
+                }
+                String previous = before == null ? "(a claim made while this one ran)" : before.owner();
+                return new ClaimResult.TakenOver(request.owner(), token, until, previous);
+            }
+            if (before != null && before.live(upsert.now())) {
+                return before.done()
+                        ? done(before, upsert.now())
+                        : new ClaimResult.InProgress(
+                                before.owner(), Instant.ofEpochMilli(before.expiresAt()), before.fingerprint());
+            }
+        }
+        throw new StoreUnavailableException(
+                description, "claim of " + request.key().logId() + " kept losing races; retry later", null);
+    }
+
+    @SuppressWarnings(
+            "NullAway") // a stored result is `byte @Nullable []`: NullAway reads that only in JSpecify mode (JDK 22+)
+    private static ClaimResult.Done done(Row row, long now) {
+        return new ClaimResult.Done(
+                Instant.ofEpochMilli(Objects.requireNonNullElse(row.completedAt(), now)),
+                Instant.ofEpochMilli(row.expiresAt()),
+                row.fingerprint(),
+                row.result());
     }
 
     private ClaimResult claimIn(OwnedTransaction tx, ClaimRequest request) throws SQLException {
@@ -132,11 +220,7 @@ public final class JdbcStore implements IdempotencyStore {
         Instant until = Instant.ofEpochMilli(leaseUntil);
         if (row.done()) {
             if (row.live(now)) {
-                return new ClaimResult.Done(
-                        Instant.ofEpochMilli(Objects.requireNonNullElse(row.completedAt(), now)),
-                        Instant.ofEpochMilli(row.expiresAt()),
-                        row.fingerprint(),
-                        row.result());
+                return done(row, now);
             }
             long token = sql.nextToken(c);
             reclaims.add(new Sql.Reclaim(id, request.owner(), token, leaseUntil, request.fingerprint()));
@@ -224,9 +308,8 @@ public final class JdbcStore implements IdempotencyStore {
     @Override
     public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
         return inAutoCommit("complete " + key.logId(), c -> {
-            long now = now(c);
-            int n = sql.complete(c, key.storageId(), owner, now, now + retention.toMillis(), result);
-            return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now);
+            int n = sql.complete(c, key.storageId(), owner, givenNow(), retention.toMillis(), result);
+            return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now(c));
         });
     }
 
@@ -241,9 +324,8 @@ public final class JdbcStore implements IdempotencyStore {
     @Override
     public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
         return inAutoCommit("extend " + key.logId(), c -> {
-            long now = now(c);
-            int n = sql.extend(c, key.storageId(), owner, now + lease.toMillis());
-            return n == 1 ? UpdateResult.APPLIED : missed(c, key, now);
+            int n = sql.extend(c, key.storageId(), owner, givenNow(), lease.toMillis());
+            return n == 1 ? UpdateResult.APPLIED : missed(c, key, now(c));
         });
     }
 
@@ -328,6 +410,11 @@ public final class JdbcStore implements IdempotencyStore {
 
     private long now(Connection c) throws SQLException {
         return databaseClock ? sql.databaseNowMillis(c) : clock.millis();
+    }
+
+    /** The builder's clock now, or null for the database's clock, which a statement then reads inline. */
+    private @Nullable Long givenNow() {
+        return databaseClock ? null : clock.millis();
     }
 
     private static void checkFingerprint(@Nullable String fingerprint) {

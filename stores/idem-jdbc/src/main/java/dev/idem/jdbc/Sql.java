@@ -45,6 +45,12 @@ final class Sql {
     private final String selectRow;
     private final String conflictFreeInsertPrefix;
     private final String conflictFreeInsertSuffix;
+    private final String upsertClaimOnGivenClock;
+    private final String upsertClaimOnDatabaseClock;
+    private final String completeOnGivenClock;
+    private final String completeOnDatabaseClock;
+    private final String extendOnGivenClock;
+    private final String extendOnDatabaseClock;
 
     Sql(Dialect dialect, String table) {
         this.dialect = dialect;
@@ -56,6 +62,13 @@ final class Sql {
             case POSTGRESQL, H2 -> "INSERT INTO ";
         };
         this.conflictFreeInsertSuffix = dialect == Dialect.POSTGRESQL ? " ON CONFLICT DO NOTHING" : "";
+        this.upsertClaimOnGivenClock = upsertClaim("CAST(? AS BIGINT)");
+        this.upsertClaimOnDatabaseClock = upsertClaim(nowExpression());
+        String given = mysqlFamily() ? "CAST(? AS SIGNED)" : "CAST(? AS BIGINT)";
+        this.completeOnGivenClock = complete(given);
+        this.completeOnDatabaseClock = complete(nowExpression());
+        this.extendOnGivenClock = extend(given);
+        this.extendOnDatabaseClock = extend(nowExpression());
     }
 
     boolean mysqlFamily() {
@@ -166,6 +179,86 @@ final class Sql {
         }
     }
 
+    /**
+     * The database clock as an SQL expression in epoch milliseconds (UTC), for statements that read it inline
+     * instead of in a round trip of their own.
+     */
+    String nowExpression() {
+        return switch (dialect) {
+            case POSTGRESQL -> "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
+            case MARIADB, MYSQL -> "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)";
+            case H2 -> "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
+        };
+    }
+
+    /**
+     * What PostgreSQL's one-statement claim saw and did: the clock it used, the claim it made ({@code token} and
+     * {@code leaseUntil}, null when the key is held by someone else), whether it inserted the row, and the row as it
+     * was before the claim, read under the claim's lock ({@code before}; null when there was none, or when another
+     * transaction inserted it while this statement ran).
+     */
+    record UpsertedClaim(
+            long now,
+            @Nullable Long token,
+            long leaseUntil,
+            boolean inserted,
+            @Nullable Row before) {}
+
+    /**
+     * PostgreSQL's claim in one statement (one round trip in auto-commit): inserts the key, or takes its row over
+     * when its lease or retention has ended or it is the caller's own claim, in one atomic upsert; and reads the row
+     * as it was, which says why nothing was taken, or whose lease was. {@code now} is null for the database's clock.
+     * Under repeatable read a row changed since the statement's snapshot is a serialization failure (SQLState
+     * 40001): nothing was changed, and the caller runs the statement again.
+     */
+    UpsertedClaim upsertClaim(
+            Connection c, String id, String owner, @Nullable Long now, long leaseMillis, @Nullable String fingerprint)
+            throws SQLException {
+        try (PreparedStatement ps =
+                c.prepareStatement(now == null ? upsertClaimOnDatabaseClock : upsertClaimOnGivenClock)) {
+            int p = 1;
+            if (now != null) {
+                ps.setLong(p++, now);
+            }
+            ps.setString(p++, id);
+            ps.setString(p++, id);
+            ps.setString(p++, owner);
+            ps.setLong(p++, leaseMillis);
+            setNullableString(ps, p, fingerprint);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                long clock = rs.getLong(1);
+                long token = rs.getLong(2);
+                Long claimed = rs.wasNull() ? null : token;
+                long leaseUntil = rs.getLong(3);
+                boolean inserted = rs.getBoolean(4);
+                Row before = rs.getString(5) == null ? null : read(rs, 5);
+                return new UpsertedClaim(clock, claimed, leaseUntil, inserted, before);
+            }
+        }
+    }
+
+    private String upsertClaim(String clock) {
+        // `before` locks the row and reads its latest version (read committed follows a concurrent update), and the
+        // insert reads `before` first, so the row it then rewrites is the one `before` shows. A takeover draws its
+        // token once it holds the row, so the token is greater than that of every claim the row had.
+        return "WITH clock AS (SELECT " + clock + " AS now),"
+                + " before AS (SELECT " + READ_COLUMNS + " FROM " + table + " WHERE id = ? FOR UPDATE),"
+                + " claimed AS (INSERT INTO " + table + " AS cur (" + COLUMNS + ")"
+                + " SELECT ?, '" + PROCESSING + "', ?, nextval('" + sequence + "'), clock.now + ?, NULL, ?, NULL"
+                + " FROM clock LEFT JOIN before ON TRUE"
+                + " ON CONFLICT (id) DO UPDATE SET state = '" + PROCESSING + "', owner_token = EXCLUDED.owner_token,"
+                + " fencing_token = CASE WHEN cur.state = '" + PROCESSING + "' AND cur.owner_token ="
+                + " EXCLUDED.owner_token THEN cur.fencing_token ELSE nextval('" + sequence + "') END,"
+                + " expires_at = EXCLUDED.expires_at, completed_at = NULL, fingerprint = EXCLUDED.fingerprint,"
+                + " result_data = NULL"
+                + " WHERE cur.expires_at <= (SELECT now FROM clock)"
+                + " OR (cur.state = '" + PROCESSING + "' AND cur.owner_token = EXCLUDED.owner_token)"
+                + " RETURNING cur.fencing_token, cur.expires_at, (cur.xmax = 0) AS inserted)"
+                + " SELECT clock.now, claimed.fencing_token, claimed.expires_at, claimed.inserted, before.*"
+                + " FROM clock LEFT JOIN claimed ON TRUE LEFT JOIN before ON TRUE";
+    }
+
     /** A new claim to insert. */
     record NewClaim(
             String id,
@@ -258,18 +351,32 @@ final class Sql {
         }
     }
 
-    int complete(Connection c, String id, String owner, long now, long expiresAt, byte @Nullable [] result)
+    /**
+     * Completes the owner's claim: kept for {@code retentionMillis} from {@code now}, or from the database's clock
+     * when {@code now} is null (read in the same statement).
+     */
+    int complete(
+            Connection c, String id, String owner, @Nullable Long now, long retentionMillis, byte @Nullable [] result)
             throws SQLException {
-        String sql = "UPDATE " + table + " SET state = '" + DONE + "', expires_at = ?, completed_at = ?,"
-                + " result_data = ? WHERE id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-            ps.setLong(1, expiresAt);
-            ps.setLong(2, now);
-            setNullableBytes(ps, 3, result);
-            ps.setString(4, id);
-            ps.setString(5, owner);
+        try (PreparedStatement ps = c.prepareStatement(now == null ? completeOnDatabaseClock : completeOnGivenClock)) {
+            int p = 1;
+            if (now != null) {
+                ps.setLong(p++, now);
+            }
+            ps.setLong(p++, retentionMillis);
+            if (now != null) {
+                ps.setLong(p++, now);
+            }
+            setNullableBytes(ps, p++, result);
+            ps.setString(p++, id);
+            ps.setString(p, owner);
             return ps.executeUpdate();
         }
+    }
+
+    private String complete(String clock) {
+        return "UPDATE " + table + " SET state = '" + DONE + "', expires_at = " + clock + " + ?, completed_at = "
+                + clock + ", result_data = ? WHERE id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
     }
 
     int release(Connection c, String id, String owner) throws SQLException {
@@ -281,15 +388,23 @@ final class Sql {
         }
     }
 
-    int extend(Connection c, String id, String owner, long leaseUntil) throws SQLException {
-        String sql = "UPDATE " + table + " SET expires_at = ? WHERE id = ? AND state = '" + PROCESSING
-                + "' AND owner_token = ?";
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-            ps.setLong(1, leaseUntil);
-            ps.setString(2, id);
-            ps.setString(3, owner);
+    /** Extends the owner's claim to {@code leaseMillis} from {@code now}, or from the database's clock when null. */
+    int extend(Connection c, String id, String owner, @Nullable Long now, long leaseMillis) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(now == null ? extendOnDatabaseClock : extendOnGivenClock)) {
+            int p = 1;
+            if (now != null) {
+                ps.setLong(p++, now);
+            }
+            ps.setLong(p++, leaseMillis);
+            ps.setString(p++, id);
+            ps.setString(p, owner);
             return ps.executeUpdate();
         }
+    }
+
+    private String extend(String clock) {
+        return "UPDATE " + table + " SET expires_at = " + clock + " + ? WHERE id = ? AND state = '" + PROCESSING
+                + "' AND owner_token = ?";
     }
 
     // ---------------------------------------------------------------- transactional mode

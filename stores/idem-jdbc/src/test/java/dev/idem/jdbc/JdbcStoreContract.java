@@ -1,10 +1,44 @@
 package dev.idem.jdbc;
 
-import dev.idem.spi.IdempotencyStore;
-import dev.idem.testkit.IdempotencyStoreContract;
-import java.time.Clock;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
-/** The store contract on one database; a subclass names the dialect and the clock. */
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.IdempotencyKey;
+import dev.idem.StoreUnavailableException;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.spi.IdempotencyStore;
+import dev.idem.spi.UpdateResult;
+import dev.idem.testkit.IdempotencyStoreContract;
+import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.TestServers;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * The store contract on one database; a subclass names the dialect and the clock. Adds the races that only a
+ * database can stage: a claim that waits for the row while another transaction (a batch claim) holds it.
+ */
 abstract class JdbcStoreContract extends IdempotencyStoreContract {
     abstract Dialect dialect();
 
@@ -20,11 +54,7 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
 
     @Override
     protected IdempotencyStore createStore(Clock clock) {
-        return JdbcStore.builder(PerClassDatabase.of(getClass(), dialect()).dataSource())
-                .createTableIfMissing(true)
-                .clock(clock)
-                .useDatabaseClock(databaseClock())
-                .build();
+        return storeOn(database(), clock);
     }
 
     @Override
@@ -32,5 +62,195 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
         return JdbcStore.builder(UrlDataSource.unreachable(dialect()))
                 .dialect(dialect())
                 .build();
+    }
+
+    private DataSource database() {
+        return PerClassDatabase.of(getClass(), dialect()).dataSource();
+    }
+
+    private JdbcStore storeOn(DataSource dataSource, Clock clock) {
+        return JdbcStore.builder(dataSource)
+                .createTableIfMissing(true)
+                .clock(clock)
+                .useDatabaseClock(databaseClock())
+                .build();
+    }
+
+    /** The isolation level a pool hands its connections out with. */
+    enum Isolation {
+        SERVER_DEFAULT,
+        REPEATABLE_READ
+    }
+
+    @ParameterizedTest
+    @EnumSource(Isolation.class)
+    @Timeout(60)
+    void claim_waitingForAFreshKeyAnotherTransactionInserts_isInProgress(Isolation isolation) throws Exception {
+        assumeTrue(
+                dialect() != Dialect.H2,
+                "H2 fails a claim that waits for another transaction's insert of the key (90131) at its lock timeout");
+        IdempotencyKey k = key("k");
+        try (HikariDataSource pool = pool(isolation);
+                OwnedTransaction other = OwnedTransaction.begin(database(), dialect(), true)) {
+            JdbcStore store = storeOn(pool, clock);
+            Sql sql = new Sql(dialect(), Schema.DEFAULT_TABLE);
+            long leaseUntil = clock.millis() + LEASE.toMillis();
+            sql.insertClaims(other.connection(), List.of(new Sql.NewClaim(k.storageId(), "owner-b", leaseUntil, null)));
+
+            CompletableFuture<ClaimResult> claim = claimWhileBlockedBy(other, store, k, "owner-c");
+            assertThat(other.commit().fate()).isEqualTo(OwnedTransaction.Fate.COMMITTED);
+
+            assertThat(claim.get(30, TimeUnit.SECONDS))
+                    .isInstanceOfSatisfying(
+                            ClaimResult.InProgress.class,
+                            p -> assertThat(p.owner()).isEqualTo("owner-b"));
+        }
+    }
+
+    /**
+     * A batch claim takes a completed key whose retention ended over, and commits only after its own lease ran out
+     * (a slow batch), while a single claim of the key waits for the row: that claim takes the batch's lease over,
+     * says so (the batch's handler may have run part of the effect), and fences the batch off with a greater token.
+     */
+    @ParameterizedTest
+    @EnumSource(Isolation.class)
+    @Timeout(60)
+    void claim_waitingForATakeoverThatCommitsLate_takesItOver_withAGreaterToken(Isolation isolation) throws Exception {
+        IdempotencyKey k = key("k");
+        store.claim(ClaimRequest.of(k, "owner-a", LEASE));
+        assertThat(store.complete(k, "owner-a", null, RETENTION)).isEqualTo(UpdateResult.APPLIED);
+        advance(RETENTION.plusMillis(1));
+        try (HikariDataSource pool = pool(isolation);
+                OwnedTransaction batch = OwnedTransaction.begin(database(), dialect(), true)) {
+            JdbcStore store = storeOn(pool, clock);
+            Sql sql = new Sql(dialect(), Schema.DEFAULT_TABLE);
+            Connection c = batch.connection();
+            assertThat(sql.select(c, k.storageId(), Sql.Lock.EXCLUSIVE)).isNotNull();
+            long batchLeaseUntil = clock.millis() + LEASE.toMillis();
+            advance(LEASE.plusMillis(1));
+
+            CompletableFuture<ClaimResult> claim = claimWhileBlockedBy(batch, store, k, "owner-c");
+            long batchToken = sql.nextToken(c);
+            sql.reclaim(c, List.of(new Sql.Reclaim(k.storageId(), "owner-b", batchToken, batchLeaseUntil, null)));
+            assertThat(batch.commit().fate()).isEqualTo(OwnedTransaction.Fate.COMMITTED);
+
+            assertThat(claim.get(30, TimeUnit.SECONDS)).isInstanceOfSatisfying(ClaimResult.TakenOver.class, t -> {
+                assertThat(t.previousOwner()).isEqualTo("owner-b");
+                assertThat(t.fencingToken()).isGreaterThan(batchToken);
+            });
+        }
+    }
+
+    /**
+     * The claim's statement runs and commits but its answer is lost (the caller sees the store unavailable): a
+     * redelivery's claim by a new owner finds the key in progress, and the first owner's retry gets its claim back.
+     */
+    @Test
+    @Timeout(60)
+    void claim_whoseAnswerIsLost_isInProgressForTheRedelivery_andClaimedAgainByItsOwner() throws SQLException {
+        assumeTrue(dialect() != Dialect.H2, "H2 runs in memory here: no connection to lose");
+        assumeTrue(
+                dialect() != Dialect.MARIADB || !databaseClock(),
+                "a claim on MariaDB's clock reads the clock first: the answer lost would be the clock's");
+        IdempotencyKey k = key("k");
+        TestServers.Server server = dialect() == Dialect.POSTGRESQL ? TestServers.postgres() : TestServers.mysql();
+        String url = PerClassDatabase.of(getClass(), dialect())
+                .url()
+                .replace(server.host() + ":" + server.port(), "127.0.0.1:%d");
+        try (TcpProxy proxy = TcpProxy.start(server.host(), server.port());
+                Connection connection = DriverManager.getConnection(String.format(url, proxy.port())
+                        + (dialect() == Dialect.POSTGRESQL ? "&socketTimeout=2" : "&socketTimeout=2000"))) {
+            JdbcStore lossy = storeOn(onlyConnection(connection), clock);
+            assertThat(lossy.lookup(k)).isEmpty(); // the connection is open and proven
+            proxy.blackholeExisting();
+
+            assertThatThrownBy(() -> lossy.claim(ClaimRequest.of(k, "owner-a", LEASE)))
+                    .isInstanceOf(StoreUnavailableException.class);
+        }
+
+        assertThat(store.claim(ClaimRequest.of(k, "owner-b", LEASE)))
+                .isInstanceOfSatisfying(
+                        ClaimResult.InProgress.class, p -> assertThat(p.owner()).isEqualTo("owner-a"));
+        long token = store.lookup(k).orElseThrow().fencingToken();
+        assertThat(store.claim(ClaimRequest.of(k, "owner-a", LEASE)))
+                .isInstanceOfSatisfying(
+                        ClaimResult.Claimed.class,
+                        c -> assertThat(c.fencingToken()).isEqualTo(token));
+    }
+
+    /** A data source that hands out {@code connection} every time, and never closes it (a pool would replace it). */
+    private static DataSource onlyConnection(Connection connection) {
+        Connection kept = (Connection) Proxy.newProxyInstance(
+                Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (self, method, args) -> {
+                    if (method.getName().equals("close")) {
+                        return null;
+                    }
+                    try {
+                        return method.invoke(connection, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+        return (DataSource) Proxy.newProxyInstance(
+                DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class}, (self, method, args) -> {
+                    if (method.getName().equals("getConnection")) {
+                        return kept;
+                    }
+                    throw new UnsupportedOperationException(method.getName());
+                });
+    }
+
+    private HikariDataSource pool(Isolation isolation) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(PerClassDatabase.of(getClass(), dialect()).url());
+        config.setMaximumPoolSize(2);
+        if (isolation == Isolation.REPEATABLE_READ) {
+            config.setTransactionIsolation("TRANSACTION_REPEATABLE_READ");
+        }
+        return new HikariDataSource(config);
+    }
+
+    /** Starts {@code owner}'s claim of {@code key} and returns once it waits for a lock {@code holder} holds. */
+    private CompletableFuture<ClaimResult> claimWhileBlockedBy(
+            OwnedTransaction holder, JdbcStore store, IdempotencyKey key, String owner) throws SQLException {
+        String session = session(holder.connection());
+        CompletableFuture<ClaimResult> claim =
+                CompletableFuture.supplyAsync(() -> store.claim(ClaimRequest.of(key, owner, LEASE)));
+        await().atMost(Duration.ofSeconds(30)).until(() -> claim.isDone() || waitersOn(session) > 0);
+        assertThat(claim).as("the claim waits for the row").isNotDone();
+        return claim;
+    }
+
+    private String session(Connection c) throws SQLException {
+        String query = switch (dialect()) {
+            case POSTGRESQL -> "SELECT pg_backend_pid()";
+            case MARIADB, MYSQL -> "SELECT CONNECTION_ID()";
+            case H2 -> "SELECT SESSION_ID()";
+        };
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(query)) {
+            rs.next();
+            return rs.getString(1);
+        }
+    }
+
+    /** How many sessions wait for a lock that {@code session} holds. */
+    private int waitersOn(String session) throws SQLException {
+        String query = switch (dialect()) {
+            case POSTGRESQL ->
+                "SELECT count(*) FROM pg_stat_activity WHERE CAST(? AS INTEGER) = ANY(pg_blocking_pids(pid))";
+            case MARIADB, MYSQL ->
+                "SELECT count(*) FROM information_schema.innodb_lock_waits w JOIN information_schema.innodb_trx b"
+                        + " ON b.trx_id = w.blocking_trx_id WHERE b.trx_mysql_thread_id = ?";
+            case H2 -> "SELECT COUNT(*) FROM INFORMATION_SCHEMA.SESSIONS WHERE BLOCKER_ID = CAST(? AS INTEGER)";
+        };
+        try (Connection c = database().getConnection();
+                PreparedStatement ps = c.prepareStatement(query)) {
+            ps.setString(1, session);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        }
     }
 }

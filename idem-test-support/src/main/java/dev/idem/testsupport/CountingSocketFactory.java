@@ -1,4 +1,4 @@
-package dev.idem.bench.e2e;
+package dev.idem.testsupport;
 
 import java.io.FilterInputStream;
 import java.io.FilterOutputStream;
@@ -9,6 +9,7 @@ import java.net.InetAddress;
 import java.net.Socket;
 import java.util.concurrent.atomic.LongAdder;
 import javax.net.SocketFactory;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Counts round trips on the wire: the JDBC drivers' {@code socketFactory} connection property (pgjdbc and MariaDB
@@ -24,17 +25,17 @@ public final class CountingSocketFactory extends SocketFactory {
     public CountingSocketFactory() {}
 
     /** Round trips of every counted connection so far. */
-    static long total() {
+    public static long total() {
         return TOTAL.sum();
     }
 
     /** Round trips the calling thread made so far. */
-    static long onThisThread() {
+    public static long onThisThread() {
         return PER_THREAD.get()[0];
     }
 
     /** The connection property that makes a driver count: append to a PostgreSQL or MariaDB JDBC URL. */
-    static String urlWithCounting(String url) {
+    public static String urlWithCounting(String url) {
         return url + (url.contains("?") ? "&" : "?") + "socketFactory=" + CountingSocketFactory.class.getName();
     }
 
@@ -77,13 +78,14 @@ public final class CountingSocketFactory extends SocketFactory {
     /** A plain socket whose streams note when a request follows a reply. */
     private static final class CountingSocket extends Socket {
         private volatile boolean replied = true;
-        private InputStream in;
-        private OutputStream out;
+        private @Nullable InputStream in;
+        private @Nullable OutputStream out;
 
         @Override
         public synchronized InputStream getInputStream() throws IOException {
-            if (in == null) {
-                in = new FilterInputStream(super.getInputStream()) {
+            InputStream counted = in;
+            if (counted == null) {
+                counted = new FilterInputStream(super.getInputStream()) {
                     @Override
                     public int read() throws IOException {
                         int b = super.read();
@@ -98,15 +100,17 @@ public final class CountingSocketFactory extends SocketFactory {
                         return n;
                     }
                 };
+                in = counted;
             }
-            return in;
+            return counted;
         }
 
         @Override
         public synchronized OutputStream getOutputStream() throws IOException {
-            if (out == null) {
+            OutputStream counted = out;
+            if (counted == null) {
                 OutputStream raw = super.getOutputStream();
-                out = new FilterOutputStream(raw) {
+                counted = new FilterOutputStream(raw) {
                     @Override
                     public void write(int b) throws IOException {
                         request();
@@ -119,8 +123,9 @@ public final class CountingSocketFactory extends SocketFactory {
                         raw.write(b, off, len);
                     }
                 };
+                out = counted;
             }
-            return out;
+            return counted;
         }
 
         private void request() {

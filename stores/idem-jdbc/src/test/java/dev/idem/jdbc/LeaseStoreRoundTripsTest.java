@@ -1,0 +1,96 @@
+package dev.idem.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.Delivery;
+import dev.idem.Guard;
+import dev.idem.Outcome;
+import dev.idem.testsupport.CountingSocketFactory;
+import dev.idem.testsupport.TestDatabase;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Round trips on the wire per guarded message in lease mode ({@code Guard} + {@link JdbcStore}), counted by the
+ * drivers' socket factory. PostgreSQL: a new message costs its claim and its completion, one statement each, a
+ * duplicate its claim, on either clock. MariaDB: the claim of a free key is one insert, a duplicate's claim an insert
+ * and a read; the database's clock costs one read more per claim.
+ */
+class LeaseStoreRoundTripsTest {
+    private static TestDatabase postgres;
+    private static TestDatabase mariadb;
+
+    @BeforeAll
+    static void open() {
+        postgres = TestDatabase.postgres("LeaseStoreRoundTripsTest");
+        mariadb = TestDatabase.mariadb("LeaseStoreRoundTripsTest");
+    }
+
+    @AfterAll
+    static void close() {
+        postgres.close();
+        mariadb.close();
+    }
+
+    enum Clock {
+        JVM,
+        DATABASE
+    }
+
+    @ParameterizedTest
+    @EnumSource(Clock.class)
+    void postgres_newMessage_costsTwoRoundTrips_andADuplicateOne(Clock clock) {
+        assertRoundTrips(postgres, clock, 2, 1);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Clock.class)
+    void mariadb_newMessage_costsTwoRoundTrips_andADuplicateTwo_plusOneForTheDatabaseClock(Clock clock) {
+        int clockRead = clock == Clock.DATABASE ? 1 : 0;
+        assertRoundTrips(mariadb, clock, 2 + clockRead, 2 + clockRead);
+    }
+
+    private static void assertRoundTrips(TestDatabase db, Clock clock, long perNew, long perDuplicate) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(CountingSocketFactory.urlWithCounting(db.url()));
+        config.setMaximumPoolSize(1);
+        try (HikariDataSource pool = new HikariDataSource(config)) {
+            JdbcStore store = JdbcStore.builder(pool)
+                    .createTableIfMissing(true)
+                    .useDatabaseClock(clock == Clock.DATABASE)
+                    .build();
+            try (Guard guard = Guard.builder(store)
+                    .namespace("trips-" + clock)
+                    .watchdog(false)
+                    .build()) {
+                for (int i = 0; i < 20; i++) { // warm the pool and the prepared statements
+                    guard.handle(Delivery.of("warm-" + i), c -> Outcome.processed());
+                }
+                long newTrips = perMessage(() -> guard.handle(Delivery.of("new-" + next()), c -> Outcome.processed()));
+                String key = "dup-" + next();
+                guard.handle(Delivery.of(key), c -> Outcome.processed());
+                long duplicateTrips = perMessage(() -> guard.handle(Delivery.of(key), c -> Outcome.processed()));
+                assertThat(newTrips).as("round trips of a new message").isLessThanOrEqualTo(perNew);
+                assertThat(duplicateTrips).as("round trips of a duplicate").isLessThanOrEqualTo(perDuplicate);
+            }
+        }
+    }
+
+    private static int counter;
+
+    private static int next() {
+        return counter++;
+    }
+
+    private static long perMessage(Supplier<Outcome> handling) {
+        long before = CountingSocketFactory.onThisThread();
+        Outcome outcome = handling.get();
+        assertThat(outcome.isFinal()).as(outcome.toString()).isTrue();
+        return CountingSocketFactory.onThisThread() - before;
+    }
+}

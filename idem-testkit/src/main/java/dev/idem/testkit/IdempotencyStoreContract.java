@@ -518,6 +518,33 @@ public abstract class IdempotencyStoreContract {
         }
     }
 
+    /**
+     * A handler that keeps its thread's interrupt (the usual answer to an {@link InterruptedException} it caught)
+     * must still have its effect recorded, and a handler that throws one must still have its claim released: the
+     * store calls run on that interrupted thread, and the interrupt stays for the caller.
+     */
+    @Test
+    void guard_handlerLeavingItsThreadInterrupted_isCompleted_orReleased_andTheInterruptIsKept() {
+        try (Guard guard = guard()) {
+            Outcome kept = guard.run("pay-1", () -> Thread.currentThread().interrupt());
+            boolean keptInterrupt = Thread.interrupted();
+            Outcome thrown = guard.handle(Delivery.of("pay-2"), ctx -> {
+                throw new InterruptedException("consumer shutting down");
+            });
+            boolean thrownInterrupt = Thread.interrupted();
+
+            assertThat(kept.type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(kept.reason()).doesNotContain("not recorded");
+            assertThat(keptInterrupt).as("interrupt kept for the caller").isTrue();
+            assertThat(store.lookup(key("pay-1")).orElseThrow().state()).isEqualTo(StoredRecord.State.DONE);
+            assertThat(thrown.type()).isEqualTo(Outcome.Type.FAILED);
+            assertThat(thrownInterrupt).as("interrupt restored for the caller").isTrue();
+            assertThat(store.lookup(key("pay-2")))
+                    .as("released for the redelivery")
+                    .isEmpty();
+        }
+    }
+
     @Test
     void guard_sameKeyWithOtherPayload_isRejected() {
         try (Guard guard = guard()) {

@@ -609,6 +609,26 @@ public abstract class IdempotencyStoreContract {
         }
     }
 
+    /**
+     * One fingerprint rule for every store (the core's, {@link Fingerprint#problem}): a claim asked for directly
+     * through the SPI with a fingerprint the guard would refuse never reaches any store (the JDBC store kept a 255
+     * limit of its own and took 200 characters; another store took any length).
+     */
+    @Test
+    void claimRequest_withAFingerprintTheCoreRefuses_isRefusedBeforeAnyStore() {
+        ClaimRequest request = claimOf(key("pay-1"), "owner-a");
+
+        assertThatThrownBy(() -> store.claim(request.withFingerprint("f".repeat(200))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("fingerprint is 200 characters long; it must be 1 to 128");
+        assertThatThrownBy(() -> store.claimAll(List.of(request.withFingerprint("with space"))))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("not printable ASCII");
+        assertThat(store.lookup(key("pay-1"))).isEmpty();
+        assertThat(store.claim(request.withFingerprint("f".repeat(Fingerprint.MAX_LENGTH))))
+                .isInstanceOf(ClaimResult.Claimed.class);
+    }
+
     @Test
     void guard_handleAll_runsEachNewDeliveryInInputOrder_once_andRemembersThem() {
         try (Guard guard = guard()) {

@@ -84,7 +84,6 @@ public final class JdbcStore implements IdempotencyStore {
 
     @Override
     public ClaimResult claim(ClaimRequest request) {
-        checkFingerprint(request.fingerprint());
         return inTransaction("claim " + request.key().logId(), tx -> claimIn(tx, request));
     }
 
@@ -163,7 +162,6 @@ public final class JdbcStore implements IdempotencyStore {
     public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
         var seen = new HashSet<String>();
         for (ClaimRequest r : requests) {
-            checkFingerprint(r.fingerprint());
             if (!seen.add(r.key().storageId())) {
                 throw new IllegalArgumentException(
                         "batch claims key " + r.key().logId() + " twice: deduplicate a batch before claiming it");
@@ -328,13 +326,6 @@ public final class JdbcStore implements IdempotencyStore {
 
     private long now(Connection c) throws SQLException {
         return databaseClock ? sql.databaseNowMillis(c) : clock.millis();
-    }
-
-    private static void checkFingerprint(@Nullable String fingerprint) {
-        if (fingerprint != null && fingerprint.length() > 255) {
-            throw new IllegalArgumentException("fingerprint is " + fingerprint.length()
-                    + " characters long; the column holds 255: pass Fingerprint.of(payload) (64 hex digits)");
-        }
     }
 
     @FunctionalInterface

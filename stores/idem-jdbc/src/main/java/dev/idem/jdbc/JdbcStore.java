@@ -291,8 +291,8 @@ public final class JdbcStore implements IdempotencyStore {
     // ---------------------------------------------------------------- purge
 
     /**
-     * Deletes completions whose retention has ended and claims whose lease ran out (a crashed consumer's claim that
-     * no redelivery took over), in batches of {@code purgeBatchSize} rows, each its own short transaction, until
+     * Deletes completions whose retention has ended and claims whose lease ran out more than an hour ago (a crashed
+     * consumer's claim that no redelivery took over; within the hour its owner may still complete it), in batches of {@code purgeBatchSize} rows, each its own short transaction, until
      * none is left; returns how many it deleted. Live claims are never touched. Uses the index on {@code expires_at}.
      */
     public int purgeExpired() {

@@ -368,6 +368,26 @@ public abstract class IdempotencyStoreContract {
         });
     }
 
+    /**
+     * A watchdog tick still in flight when its owner's completion lands (a batch's claims are extended until their
+     * completions are recorded) is no lost lease: APPLIED, and the completion keeps its retention. JDBC and in-memory
+     * answered NOT_OWNER, so the guard reported a false LEASE_LOST; Redis already answered APPLIED.
+     */
+    @Test
+    void extend_byOwner_afterItsOwnCompletion_isApplied_andLeavesTheCompletionAsItIs() {
+        claim("k", "owner-a");
+        store.complete(key("k"), "owner-a", bytes("receipt"), RETENTION);
+
+        assertThat(store.extend(key("k"), "owner-a", LEASE)).isEqualTo(UpdateResult.APPLIED);
+        assertThat(store.extend(key("k"), "owner-b", LEASE)).isEqualTo(UpdateResult.NOT_OWNER);
+
+        assertThat(store.lookup(key("k"))).hasValueSatisfying(r -> {
+            assertThat(r.state()).isEqualTo(StoredRecord.State.DONE);
+            assertThat(r.result()).isEqualTo(bytes("receipt"));
+            assertTime(r.expiresAt(), clock.instant().plus(RETENTION));
+        });
+    }
+
     @Test
     void lookup_showsClaimsAndCompletions_andNothingForUnknownKeys() {
         claim("busy", "owner-a");

@@ -241,13 +241,14 @@ public final class JdbcStore implements IdempotencyStore {
         return inAutoCommit("extend " + key.logId(), c -> {
             long now = now(c);
             int n = sql.extend(c, key.storageId(), owner, now + lease.toMillis());
-            return n == 1 ? UpdateResult.APPLIED : missed(c, key, now);
+            return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now);
         });
     }
 
     /**
-     * A completion retried by its owner after a lost reply finds its own completion: applied. Anything else is why
-     * the owner-checked statement changed nothing.
+     * A completion retried by its owner after a lost reply, or a watchdog tick that raced its owner's completion,
+     * finds the owner's own completion: applied, unchanged. Anything else is why the owner-checked statement changed
+     * nothing.
      */
     private UpdateResult completedAlready(Connection c, IdempotencyKey key, String owner, long now)
             throws SQLException {

@@ -467,7 +467,13 @@ public abstract class IdempotencyStoreContract {
                 longKey2,
                 "sha256:" + "0".repeat(64),
                 "é".repeat(64),
-                "é".repeat(65));
+                "é".repeat(65),
+                "caf\u00e9",
+                "cafe\u0301",
+                "Order-1",
+                "order-1",
+                "trailing",
+                "trailing ");
         for (String k : keys) {
             assertThat(claim(k, "owner-a")).as(k).isInstanceOf(ClaimResult.Claimed.class);
             assertThat(store.complete(key(k), "owner-a", bytes(k.substring(0, 1)), RETENTION))

@@ -17,6 +17,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -246,7 +247,8 @@ public final class Guard implements AutoCloseable {
         UpdateResult done;
         try {
             done = Objects.requireNonNull(
-                    store.complete(key, owner, outcome.result().orElse(null), retention),
+                    afterTheHandler(
+                            () -> store.complete(key, owner, outcome.result().orElse(null), retention)),
                     "the store answered a completion with null");
         } catch (RuntimeException e) {
             return completionNotRecorded(key, outcome, e);
@@ -273,7 +275,7 @@ public final class Guard implements AutoCloseable {
 
     private void release(IdempotencyKey key, String owner) {
         try {
-            store.release(key, owner);
+            afterTheHandler(() -> store.release(key, owner));
         } catch (RuntimeException e) {
             warn(
                     IdempotencyEvent.Type.RELEASE_FAILED,
@@ -345,6 +347,22 @@ public final class Guard implements AutoCloseable {
         return IdempotencyEvent.builder(type, namespace)
                 .guardKind(GuardKind.LEASE)
                 .source(source);
+    }
+
+    /**
+     * Runs a store call that records what a handler did with the thread's interrupt set aside, then restores it: a
+     * handler that keeps its interrupt (or throws {@link InterruptedException}) must not make a store client refuse
+     * to wait for the reply, which would leave an applied effect unrecorded or a claim held.
+     */
+    private static <T> T afterTheHandler(Supplier<T> storeCall) {
+        boolean interrupted = Thread.interrupted();
+        try {
+            return storeCall.get();
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
     }
 
     private static boolean sleep(Duration d) {
@@ -518,7 +536,7 @@ public final class Guard implements AutoCloseable {
             }
             List<UpdateResult> results;
             try {
-                results = store.completeAll(completions);
+                results = afterTheHandler(() -> store.completeAll(completions));
                 if (results.size() != completions.size() || results.contains(null)) {
                     throw new IllegalStateException(
                             "the store answered " + results.size() + " completions for " + completions.size());

@@ -13,7 +13,10 @@ import java.util.regex.Pattern;
  *
  * <p>The <b>key</b> is fixed by the producer before the first send (a business key such as {@code 10086:PAY},
  * or a message id carried in a header). It must not be blank, must not hold control characters and must not be
- * longer than {@value #MAX_KEY_LENGTH} characters.
+ * longer than {@value #MAX_KEY_LENGTH} characters. Keys are compared as they are, char for char: no Unicode
+ * normalisation, no case folding, no trimming. {@code "café"} written precomposed ({@code U+00E9}) and decomposed
+ * ({@code e U+0301}) are two keys, as are {@code "Order-1"} and {@code "order-1"}: a producer that can send one key
+ * in two forms must normalise it itself.
  *
  * <p><b>Hashing rule.</b> A key is stored as it is when its UTF-8 form is at most {@value #MAX_STORED_KEY_BYTES}
  * bytes and it does not start with {@code sha256:}; otherwise it is stored as {@code sha256:} followed by the 64

@@ -123,10 +123,7 @@ public final class InMemoryStore implements IdempotencyStore {
     @Override
     public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
         Instant now = ensureOpenAndNow();
-        Entry current = entries.get(key.storageId());
-        if (current != null
-                && current.state() == StoredRecord.State.DONE
-                && current.owner().equals(owner)) {
+        if (doneBy(key, owner)) {
             return UpdateResult.APPLIED; // the owner's completion, sent again after its reply was lost
         }
         return update(
@@ -151,12 +148,22 @@ public final class InMemoryStore implements IdempotencyStore {
     @Override
     public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
         Instant now = ensureOpenAndNow();
+        if (doneBy(key, owner)) {
+            return UpdateResult.APPLIED; // a watchdog tick that raced its owner's completion: nothing to extend
+        }
         return update(
                 key,
                 owner,
                 now,
                 e -> new Entry(
                         e.state(), owner, e.fencingToken(), now.plus(lease), e.completedAt(), e.fingerprint(), null));
+    }
+
+    private boolean doneBy(IdempotencyKey key, String owner) {
+        Entry current = entries.get(key.storageId());
+        return current != null
+                && current.state() == StoredRecord.State.DONE
+                && current.owner().equals(owner);
     }
 
     /**

@@ -40,18 +40,34 @@ public final class LeaseWatchdog {
         long period = Math.max(1, lease.toMillis() / 3);
         Watch watch = new Watch();
         watch.future = Shared.SCHEDULER.scheduleAtFixedRate(
-                () -> extend(key, owner, watch), period, period, TimeUnit.MILLISECONDS);
+                () -> tick(key, owner, watch), period, period, TimeUnit.MILLISECONDS);
         if (watch.closed) {
             watch.close(); // closed by a first tick that ran before the future was set
         }
         return watch;
     }
 
+    /**
+     * One renewal. Nothing may escape it, not even an {@link Error} (from the store, or from a listener told of a
+     * failure): the scheduler would cancel this periodic renewal for good, and the lease would lapse under the
+     * running handler. The handler's thread, not this one, decides whether the process is crashing.
+     */
+    private void tick(IdempotencyKey key, String owner, Watch watch) {
+        try {
+            extend(key, owner, watch);
+        } catch (Throwable t) {
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "lease extension of " + key.logId() + " failed, retried at the next" + " tick",
+                    t);
+        }
+    }
+
     private void extend(IdempotencyKey key, String owner, Watch watch) {
         UpdateResult result;
         try {
             result = store.extend(key, owner, lease);
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
             String detail = e instanceof StoreUnavailableException ? e.getMessage() : e.toString();
             report(
                     IdempotencyEvent.Type.STORE_UNAVAILABLE,

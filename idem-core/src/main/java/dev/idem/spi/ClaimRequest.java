@@ -1,5 +1,6 @@
 package dev.idem.spi;
 
+import dev.idem.Fingerprint;
 import dev.idem.IdempotencyKey;
 import java.time.Duration;
 import java.util.Objects;
@@ -7,8 +8,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * One claim: the key, the claiming owner's token (random, unique per handling; the same token when a claim is
- * retried), how long the lease lasts, and the payload fingerprint if any (already validated by the guard, see {@link
- * dev.idem.Fingerprint#validate(String)}).
+ * retried), how long the lease lasts, and the payload fingerprint if any: 1 to {@value
+ * dev.idem.Fingerprint#MAX_LENGTH} printable ASCII characters, the one rule every store holds ({@link
+ * dev.idem.Fingerprint#problem(String)}; a guard answers {@code REJECTED} before it asks).
  *
  * <pre>{@code
  * ClaimRequest request = ClaimRequest.of(key, owner, Duration.ofSeconds(30)).withFingerprint(fingerprint);
@@ -33,6 +35,9 @@ public final class ClaimRequest {
         if (lease.isNegative() || lease.isZero()) {
             throw new IllegalArgumentException("lease must be positive, got " + lease);
         }
+        Fingerprint.problem(fingerprint).ifPresent(problem -> {
+            throw new IllegalArgumentException(problem);
+        });
     }
 
     /** A claim without a fingerprint. */
@@ -40,7 +45,11 @@ public final class ClaimRequest {
         return new ClaimRequest(key, owner, lease, null);
     }
 
-    /** The same claim carrying {@code fingerprint} (or none, for null). */
+    /**
+     * The same claim carrying {@code fingerprint} (or none, for null).
+     *
+     * @throws IllegalArgumentException when the fingerprint breaks {@link Fingerprint#problem(String)}'s rule
+     */
     public ClaimRequest withFingerprint(@Nullable String fingerprint) {
         return new ClaimRequest(key, owner, lease, fingerprint);
     }

@@ -86,7 +86,10 @@ public interface IdempotencyStore extends AutoCloseable {
     /** Removes the owner's claim so that a redelivery can run (the handler failed, nothing was applied). */
     UpdateResult release(IdempotencyKey key, String owner);
 
-    /** Renews the owner's lease to {@code lease} from now. */
+    /**
+     * Renews the owner's lease to {@code lease} from now. On a record this owner has already completed it answers
+     * {@link UpdateResult#APPLIED} and changes nothing (a watchdog tick that raced the completion).
+     */
     UpdateResult extend(IdempotencyKey key, String owner, Duration lease);
 
     /** The live record of a key: a claim in progress, or a completion within its retention. */

@@ -8,6 +8,7 @@ import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
+import dev.idem.IdempotencyListener;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import dev.idem.spi.IdempotencyStore;
@@ -196,11 +197,43 @@ class GuardFaultTest {
         try (InMemoryStore realTime = InMemoryStore.create()) {
             ThrowingStore flaky =
                     ThrowingStore.failingFirst(realTime, Op.EXTEND, new IllegalStateException("driver bug"), 1);
-            Guard g = Guard.builder(flaky)
-                    .namespace("payments")
-                    .lease(Duration.ofMillis(300))
-                    .listener(events::add)
-                    .build();
+            assertTheWatchdogKeepsExtending(realTime, flaky, events::add);
+        }
+    }
+
+    /**
+     * Review: an {@link Error} on the watchdog's thread (from the store, or from a listener told of a failed
+     * extension) cancelled that handler's periodic renewal for good: its lease lapsed under the running handler.
+     */
+    @Test
+    void watchdog_survivesAnErrorFromTheStore_orFromTheListener_keepsExtending() throws Exception {
+        try (InMemoryStore realTime = InMemoryStore.create()) {
+            ThrowingStore erring =
+                    ThrowingStore.erringFirst(realTime, Op.EXTEND, new AssertionError("driver assertion"), 1);
+            assertTheWatchdogKeepsExtending(realTime, erring, events::add);
+        }
+        events.clear();
+        try (InMemoryStore realTime = InMemoryStore.create()) {
+            ThrowingStore flaky =
+                    ThrowingStore.failingFirst(realTime, Op.EXTEND, new IllegalStateException("driver bug"), 1);
+            AtomicBoolean thrown = new AtomicBoolean();
+            assertTheWatchdogKeepsExtending(realTime, flaky, event -> {
+                events.add(event);
+                if (event.type() == IdempotencyEvent.Type.STORE_UNAVAILABLE && thrown.compareAndSet(false, true)) {
+                    throw new NoClassDefFoundError("io/metrics/Counter (a listener's missing class)");
+                }
+            });
+        }
+    }
+
+    /** Runs a handler that waits until its lease was extended past a first failed extension, through {@code flaky}. */
+    private void assertTheWatchdogKeepsExtending(
+            InMemoryStore realTime, ThrowingStore flaky, IdempotencyListener listener) throws Exception {
+        try (Guard g = Guard.builder(flaky)
+                .namespace("payments")
+                .lease(Duration.ofMillis(300))
+                .listener(listener)
+                .build()) {
             IdempotencyKey key = IdempotencyKey.of("payments", "pay-1");
             CountDownLatch extended = new CountDownLatch(1);
             CompletableFuture<Outcome> run = CompletableFuture.supplyAsync(() -> g.run("pay-1", () -> {
@@ -221,7 +254,6 @@ class GuardFaultTest {
                     .isZero();
             assertThat(flaky.extendCalls.get()).isGreaterThanOrEqualTo(2);
             assertThat(warnings()).contains(IdempotencyEvent.Type.STORE_UNAVAILABLE);
-            g.close();
         }
     }
 

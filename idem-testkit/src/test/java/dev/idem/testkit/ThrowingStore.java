@@ -34,11 +34,11 @@ final class ThrowingStore implements IdempotencyStore {
 
     private final IdempotencyStore delegate;
     private final Set<Op> failing;
-    private final RuntimeException failure;
+    private final Throwable failure;
     private final AtomicInteger failuresLeft;
     final AtomicInteger extendCalls = new AtomicInteger();
 
-    private ThrowingStore(IdempotencyStore delegate, Set<Op> failing, RuntimeException failure, int times) {
+    private ThrowingStore(IdempotencyStore delegate, Set<Op> failing, Throwable failure, int times) {
         this.delegate = delegate;
         this.failing = failing;
         this.failure = failure;
@@ -55,9 +55,17 @@ final class ThrowingStore implements IdempotencyStore {
         return new ThrowingStore(delegate, EnumSet.of(op), failure, times);
     }
 
+    /** The first {@code times} calls of {@code op} throw {@code error} (a driver's assertion, a missing class). */
+    static ThrowingStore erringFirst(IdempotencyStore delegate, Op op, Error error, int times) {
+        return new ThrowingStore(delegate, EnumSet.of(op), error, times);
+    }
+
     private void maybeThrow(Op op) {
         if (failing.contains(op) && failuresLeft.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
-            throw failure;
+            if (failure instanceof Error error) {
+                throw error;
+            }
+            throw (RuntimeException) failure;
         }
     }
 

@@ -87,7 +87,6 @@ public final class JdbcStore implements IdempotencyStore {
 
     @Override
     public ClaimResult claim(ClaimRequest request) {
-        checkFingerprint(request.fingerprint());
         String what = "claim " + request.key().logId();
         if (sql.dialect == Dialect.POSTGRESQL) {
             return inAutoCommit(what, c -> upsertClaim(c, request));
@@ -247,7 +246,6 @@ public final class JdbcStore implements IdempotencyStore {
     public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
         var seen = new HashSet<String>();
         for (ClaimRequest r : requests) {
-            checkFingerprint(r.fingerprint());
             if (!seen.add(r.key().storageId())) {
                 throw new IllegalArgumentException(
                         "batch claims key " + r.key().logId() + " twice: deduplicate a batch before claiming it");
@@ -325,13 +323,14 @@ public final class JdbcStore implements IdempotencyStore {
     public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
         return inAutoCommit("extend " + key.logId(), c -> {
             int n = sql.extend(c, key.storageId(), owner, givenNow(), lease.toMillis());
-            return n == 1 ? UpdateResult.APPLIED : missed(c, key, now(c));
+            return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now(c));
         });
     }
 
     /**
-     * A completion retried by its owner after a lost reply finds its own completion: applied. Anything else is why
-     * the owner-checked statement changed nothing.
+     * A completion retried by its owner after a lost reply, or a watchdog tick that raced its owner's completion,
+     * finds the owner's own completion: applied, unchanged. Anything else is why the owner-checked statement changed
+     * nothing.
      */
     private UpdateResult completedAlready(Connection c, IdempotencyKey key, String owner, long now)
             throws SQLException {
@@ -375,8 +374,8 @@ public final class JdbcStore implements IdempotencyStore {
     // ---------------------------------------------------------------- purge
 
     /**
-     * Deletes completions whose retention has ended and claims whose lease ran out (a crashed consumer's claim that
-     * no redelivery took over), in batches of {@code purgeBatchSize} rows, each its own short transaction, until
+     * Deletes completions whose retention has ended and claims whose lease ran out more than an hour ago (a crashed
+     * consumer's claim that no redelivery took over; within the hour its owner may still complete it), in batches of {@code purgeBatchSize} rows, each its own short transaction, until
      * none is left; returns how many it deleted. Live claims are never touched. Uses the index on {@code expires_at}.
      */
     public int purgeExpired() {
@@ -417,12 +416,6 @@ public final class JdbcStore implements IdempotencyStore {
         return databaseClock ? null : clock.millis();
     }
 
-    private static void checkFingerprint(@Nullable String fingerprint) {
-        if (fingerprint != null && fingerprint.length() > 255) {
-            throw new IllegalArgumentException("fingerprint is " + fingerprint.length()
-                    + " characters long; the column holds 255: pass Fingerprint.of(payload) (64 hex digits)");
-        }
-    }
 
     @FunctionalInterface
     private interface Work<T> {

@@ -16,6 +16,13 @@ final class Purge {
     private Purge() {}
 
     static final int DEFAULT_BATCH_SIZE = 500;
+
+    /**
+     * How long past its lease a claim nobody took over is kept: it still belongs to its owner, who may complete it
+     * late (a consumer paused past its lease), as Redis keeps it for its expiry margin (1 h by default).
+     */
+    static final Duration LAPSED_CLAIM_KEPT = Duration.ofHours(1);
+
     private static final System.Logger LOG = System.getLogger(Purge.class.getName());
 
     @FunctionalInterface
@@ -36,7 +43,7 @@ final class Purge {
         try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, sql.dialect, true)) {
             long cutoff = now.millis(tx.connection());
             while (true) {
-                int deleted = sql.purgeBatch(tx.connection(), cutoff, batchSize);
+                int deleted = sql.purgeBatch(tx.connection(), cutoff, cutoff - LAPSED_CLAIM_KEPT.toMillis(), batchSize);
                 OwnedTransaction.Commit commit = tx.commit();
                 if (commit.fate() != OwnedTransaction.Fate.COMMITTED) {
                     throw Objects.requireNonNull(commit.cause());

@@ -574,12 +574,12 @@ final class Sql {
     // ---------------------------------------------------------------- purge
 
     /**
-     * Deletes up to {@code limit} rows that ended at or before {@code now}: completions past their retention, and
-     * claims whose lease ran out (their consumer crashed and no redelivery took them over; deleting one is what a
-     * takeover would do, and fencing tokens still grow, they come from the sequence).
+     * Deletes up to {@code limit} rows: completions whose retention ended at or before {@code now}, and claims whose
+     * lease ended at or before {@code lapsedBefore} (their consumer crashed and no redelivery took them over; fencing
+     * tokens still grow, they come from the sequence).
      */
-    int purgeBatch(Connection c, long now, int limit) throws SQLException {
-        String expired = "expires_at <= ?";
+    int purgeBatch(Connection c, long now, long lapsedBefore, int limit) throws SQLException {
+        String expired = "expires_at <= ? AND (state = '" + DONE + "' OR expires_at <= ?)";
         String sql = switch (dialect) {
             case POSTGRESQL ->
                 "DELETE FROM " + table + " WHERE id IN (SELECT id FROM " + table + " WHERE " + expired
@@ -589,7 +589,8 @@ final class Sql {
         };
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             ps.setLong(1, now);
-            ps.setInt(2, limit);
+            ps.setLong(2, lapsedBefore);
+            ps.setInt(3, limit);
             return ps.executeUpdate();
         }
     }

@@ -1,14 +1,9 @@
 package dev.idem.jdbc;
 
 /** The store contract with {@code useDatabaseClock(true)}. */
-class H2StoreDatabaseClockContractTest extends JdbcStoreContract {
+class H2StoreDatabaseClockContractTest extends JdbcStoreDatabaseClockContract {
     @Override
     Dialect dialect() {
         return Dialect.H2;
-    }
-
-    @Override
-    boolean databaseClock() {
-        return true;
     }
 }

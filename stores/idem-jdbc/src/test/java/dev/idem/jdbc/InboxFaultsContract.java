@@ -86,8 +86,8 @@ abstract class InboxFaultsContract extends InboxFixture {
     void purge_removesExpiredClaims_ofCrashedConsumers_andKeepsLiveOnes() throws SQLException {
         JdbcStore store = JdbcStore.builder(db.dataSource()).clock(clock).build();
         store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "crashed"), "o", Duration.ofMinutes(1)));
-        store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "running"), "o", Duration.ofHours(1)));
-        clock.advance(Duration.ofMinutes(2));
+        store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "running"), "o", Duration.ofHours(3)));
+        clock.advance(Duration.ofMinutes(2).plus(Purge.LAPSED_CLAIM_KEPT));
 
         store.purgeExpired();
 

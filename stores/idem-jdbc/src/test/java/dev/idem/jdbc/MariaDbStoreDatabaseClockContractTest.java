@@ -1,14 +1,9 @@
 package dev.idem.jdbc;
 
 /** The store contract with {@code useDatabaseClock(true)}. */
-class MariaDbStoreDatabaseClockContractTest extends JdbcStoreContract {
+class MariaDbStoreDatabaseClockContractTest extends JdbcStoreDatabaseClockContract {
     @Override
     Dialect dialect() {
         return Dialect.MARIADB;
-    }
-
-    @Override
-    boolean databaseClock() {
-        return true;
     }
 }

@@ -6,13 +6,19 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
+import dev.idem.testkit.TcpProxy;
 import dev.idem.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class PostgresInboxFaultsTest extends InboxFaultsContract {
     @Override
@@ -92,5 +98,62 @@ class PostgresInboxFaultsTest extends InboxFaultsContract {
             tx.commit();
         }
         assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    /**
+     * Item 14's unknown fate: the COMMIT of a batch reaches the server but its answer is lost. The inbox cannot know
+     * whether the batch committed, so it answers every message IN_PROGRESS; the redelivery finds each applied once.
+     */
+    @Test
+    @Timeout(60)
+    void commitAnswerLost_forABatch_isInProgressForEveryMessage_andTheRedeliveryIsDuplicate() throws Exception {
+        List<Outcome> redelivered = batchWithTheConnectionCutAtCommit(TcpProxy::blackholeExisting);
+
+        assertThat(redelivered).extracting(Outcome::type).containsOnly(Outcome.Type.DUPLICATE);
+    }
+
+    /** The same, with the COMMIT itself lost: nothing committed, and the redelivery applies each message once. */
+    @Test
+    @Timeout(60)
+    void commitLost_forABatch_isInProgressForEveryMessage_andTheRedeliveryAppliesEachOnce() throws Exception {
+        List<Outcome> redelivered = batchWithTheConnectionCutAtCommit(TcpProxy::partitionExisting);
+
+        assertThat(redelivered).extracting(Outcome::type).containsOnly(Outcome.Type.PROCESSED);
+    }
+
+    /**
+     * Runs a batch of three payments on a connection through a proxy that {@code cut} breaks as the inbox commits,
+     * checks every message answers IN_PROGRESS, redelivers the batch on a sound connection, checks each payment is
+     * applied exactly once, and returns the redelivery's outcomes.
+     */
+    private List<Outcome> batchWithTheConnectionCutAtCommit(Consumer<TcpProxy> cut) throws SQLException {
+        Matcher hostPort = Pattern.compile("//([^/:]+):(\\d+)/").matcher(db.url());
+        assertThat(hostPort.find()).as("host and port in %s", db.url()).isTrue();
+        List<String> keys = List.of("a", "b", "c");
+        try (TcpProxy proxy = TcpProxy.start(hostPort.group(1), Integer.parseInt(hostPort.group(2)))) {
+            String proxied = hostPort.replaceFirst("//127.0.0.1:" + proxy.port() + "/") + "&socketTimeout=3";
+            JdbcInbox cutAtCommit = JdbcInbox.builder(
+                            CommitHook.around(new UrlDataSource(proxied), () -> cut.accept(proxy)))
+                    .namespace(namespace)
+                    .clock(clock)
+                    .build();
+
+            List<Outcome> lost = cutAtCommit.handleBatch(deliveries(keys));
+
+            assertThat(lost).extracting(Outcome::type).containsOnly(Outcome.Type.IN_PROGRESS);
+            assertThat(lost.get(0).reason()).contains("commit");
+        }
+        List<Outcome> redelivered = inbox().handleBatch(deliveries(keys));
+        for (int i = 0; i < keys.size(); i++) {
+            assertThat(ledgerRows(keys.get(i))).as("payment %s", keys.get(i)).isEqualTo(1);
+        }
+        assertThat(balance(0)).isEqualTo(INITIAL_BALANCE - 30);
+        return redelivered;
+    }
+
+    private static List<JdbcInbox.Delivery> deliveries(List<String> keys) {
+        return keys.stream()
+                .map(k -> new JdbcInbox.Delivery(k, null, pay(k, 0, 10)))
+                .toList();
     }
 }

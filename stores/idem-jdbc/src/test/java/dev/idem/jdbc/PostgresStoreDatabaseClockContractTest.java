@@ -1,14 +1,9 @@
 package dev.idem.jdbc;
 
 /** The store contract with {@code useDatabaseClock(true)}. */
-class PostgresStoreDatabaseClockContractTest extends JdbcStoreContract {
+class PostgresStoreDatabaseClockContractTest extends JdbcStoreDatabaseClockContract {
     @Override
     Dialect dialect() {
         return Dialect.POSTGRESQL;
-    }
-
-    @Override
-    boolean databaseClock() {
-        return true;
     }
 }

@@ -11,13 +11,22 @@ import org.junit.jupiter.api.AfterAll;
 class RedisStoreContractTest extends IdempotencyStoreContract {
     private static final String PREFIX = TestServers.uniquePrefix("RedisStoreContract");
 
+    /** Whether the store runs with {@code useServerClock(true)}. Default false. */
+    boolean serverClock() {
+        return false;
+    }
+
+    @Override
+    protected boolean keepsItsOwnTime() {
+        return serverClock();
+    }
+
     @Override
     protected IdempotencyStore createStore(Clock clock) {
-        return RedisStore.builder(TestServers.redis().url())
+        RedisStore.Builder builder = RedisStore.builder(TestServers.redis().url())
                 .prefix(PREFIX)
-                .clock(clock)
-                .armingDelay(Duration.ZERO) // every test uses a new namespace; arming is RedisStoreMarkLossTest's
-                .build();
+                .armingDelay(Duration.ZERO); // every test uses a new namespace; arming is RedisStoreMarkLossTest's
+        return (serverClock() ? builder.useServerClock(true) : builder.clock(clock)).build();
     }
 
     @Override

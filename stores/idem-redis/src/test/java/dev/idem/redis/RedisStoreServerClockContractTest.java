@@ -1,0 +1,22 @@
+package dev.idem.redis;
+
+import java.util.List;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+
+/**
+ * The store contract with {@code useServerClock(true)}: the cases that move time run on the Redis server's real time,
+ * and the delivery sequences run fewer times, since each lease lapse sleeps.
+ */
+class RedisStoreServerClockContractTest extends RedisStoreContractTest {
+    @Override
+    boolean serverClock() {
+        return true;
+    }
+
+    @Override
+    @Property(tries = 8)
+    protected void randomDeliverySequences_keepEveryEffectExactlyOnce(@ForAll("deliverySequences") List<Step> steps) {
+        super.randomDeliverySequences_keepEveryEffectExactlyOnce(steps);
+    }
+}

@@ -416,7 +416,6 @@ public final class JdbcStore implements IdempotencyStore {
         return databaseClock ? null : clock.millis();
     }
 
-
     @FunctionalInterface
     private interface Work<T> {
         T run(Connection c) throws SQLException;

@@ -254,6 +254,7 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
                 return rs.getInt(1);
             }
         }
+    }
 
     /**
      * Review: purge deleted a claim whose lease had just lapsed with nobody taking it over (its consumer paused past

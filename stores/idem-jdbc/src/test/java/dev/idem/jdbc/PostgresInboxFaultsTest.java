@@ -138,12 +138,12 @@ class PostgresInboxFaultsTest extends InboxFaultsContract {
                     .clock(clock)
                     .build();
 
-            List<Outcome> lost = cutAtCommit.handleBatch(deliveries(keys));
+            List<Outcome> lost = cutAtCommit.handleBatch(deliveries(keys), payEach(keys));
 
             assertThat(lost).extracting(Outcome::type).containsOnly(Outcome.Type.IN_PROGRESS);
             assertThat(lost.get(0).reason()).contains("commit");
         }
-        List<Outcome> redelivered = inbox().handleBatch(deliveries(keys));
+        List<Outcome> redelivered = inbox().handleBatch(deliveries(keys), payEach(keys));
         for (int i = 0; i < keys.size(); i++) {
             assertThat(ledgerRows(keys.get(i))).as("payment %s", keys.get(i)).isEqualTo(1);
         }
@@ -151,9 +151,11 @@ class PostgresInboxFaultsTest extends InboxFaultsContract {
         return redelivered;
     }
 
-    private static List<JdbcInbox.Delivery> deliveries(List<String> keys) {
-        return keys.stream()
-                .map(k -> new JdbcInbox.Delivery(k, null, pay(k, 0, 10)))
-                .toList();
+    private static List<Delivery> deliveries(List<String> keys) {
+        return keys.stream().map(Delivery::of).toList();
+    }
+
+    private static BatchHandler payEach(List<String> keys) {
+        return BatchHandler.eachOf(i -> pay(keys.get(i), 0, 10));
     }
 }

@@ -468,7 +468,10 @@ final class Sql {
                     setNullableString(ps, p++, fingerprints.get(id));
                 }
                 if (dialect == Dialect.MYSQL) {
-                    if (ps.executeUpdate() > 0) {
+                    int count = ps.executeUpdate();
+                    if (count == chunk.size()) {
+                        inserted.addAll(chunk);
+                    } else if (count > 0) {
                         inserted.addAll(idsOwnedBy(c, chunk, owner));
                     }
                     continue;

@@ -106,6 +106,10 @@ final class PollLoop<K, V> implements Runnable {
         } catch (RuntimeException | Error e) {
             crashed |= e instanceof Error;
             fail(e);
+            if (!crashed) {
+                // Not left to the client's close(): it calls onPartitionsLost, not revoked, during a rebalance.
+                commitSync(partitions.values());
+            }
         } finally {
             stopping = true;
             executor.shutdownNow();

@@ -32,6 +32,7 @@ import org.jspecify.annotations.Nullable;
  */
 final class ScriptedConsumer extends MockConsumer<byte[], byte[]> {
     private final Set<TopicPartition> owned = new HashSet<>();
+    private final Set<TopicPartition> paused = new HashSet<>();
     private final List<String> violations = new ArrayList<>();
     private final Map<TopicPartition, List<Long>> commits = new HashMap<>();
     private @Nullable KafkaException nextAsyncCommitFailure;
@@ -170,6 +171,27 @@ final class ScriptedConsumer extends MockConsumer<byte[], byte[]> {
 
     private synchronized void disown(Collection<TopicPartition> partitions) {
         owned.removeAll(partitions);
+        paused.removeAll(partitions);
+    }
+
+    /**
+     * The partitions paused now: {@link MockConsumer#paused()} still lists a partition paused before it was revoked
+     * and assigned again, which a real consumer does not.
+     */
+    synchronized Set<TopicPartition> pausedNow() {
+        return Set.copyOf(paused);
+    }
+
+    @Override
+    public synchronized void pause(Collection<TopicPartition> partitions) {
+        super.pause(partitions);
+        paused.addAll(partitions);
+    }
+
+    @Override
+    public synchronized void resume(Collection<TopicPartition> partitions) {
+        super.resume(partitions);
+        paused.removeAll(partitions);
     }
 
     @Override

@@ -28,6 +28,7 @@ import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Publishes records the runner gives up on to their dead-letter topic, with the reason in headers, and waits for the
@@ -160,9 +161,10 @@ final class DeadLetterPublisher implements AutoCloseable {
     /**
      * Sends the record with the dead-letter headers and waits for the acknowledgement.
      *
-     * @return true when the dead-letter topic holds the record, false when it could not be sent (retry later)
+     * @return null when the dead-letter topic holds the record, else why it could not be sent (retry later)
      */
-    boolean publish(ConsumerRecord<byte[], byte[]> raw, Outcome outcome, int attempts, String runner)
+    @Nullable
+    String publish(ConsumerRecord<byte[], byte[]> raw, Outcome outcome, int attempts, String runner)
             throws InterruptedException {
         String topic = topicOf.apply(raw.topic());
         Headers headers = new RecordHeaders(raw.headers().toArray());
@@ -185,7 +187,7 @@ final class DeadLetterPublisher implements AutoCloseable {
                     topic,
                     outcome.type(),
                     outcome.reason());
-            return true;
+            return null;
         } catch (ExecutionException | TimeoutException | org.apache.kafka.common.KafkaException e) {
             LOG.log(
                     System.Logger.Level.WARNING,
@@ -196,7 +198,8 @@ final class DeadLetterPublisher implements AutoCloseable {
                     raw.offset(),
                     topic,
                     e.toString());
-            return false;
+            Throwable cause = e instanceof ExecutionException ? e.getCause() : null;
+            return String.valueOf(cause != null ? cause : e);
         }
     }
 

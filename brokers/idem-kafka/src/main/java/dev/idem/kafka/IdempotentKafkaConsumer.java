@@ -63,8 +63,11 @@ import org.jspecify.annotations.Nullable;
  * revoked is not committed by this consumer (its new owner handles it again, and the guard answers {@code
  * IN_PROGRESS} or {@code DUPLICATE}); every record finished before is. {@link #close()} lets each worker finish its
  * record, commits, and closes the Kafka clients. An {@link Error} thrown by a handler stops the consumer at once
- * without committing (like a crash); any other failure of the runner itself stops it after committing what is final.
- * Both are reported by {@link #failure()} and {@link #health()}.
+ * without committing (like a crash). A {@link ConfigurationException} thrown by a handler (or causing its outcome), a
+ * deserializer or the key extractor, e.g. a store whose table is missing, stops it too: it is the setup's fault, not
+ * the record's, so the record is neither retried nor dead-lettered. That and any other failure of the runner itself
+ * (a failing poll, a broken batch handler) stop it after committing what is final. All are reported by {@link
+ * #failure()} and {@link #health()}.
  *
  * <p>Consumer settings the runner sets: {@code enable.auto.commit=false}; {@code isolation.level=read_committed}
  * unless given. Under {@code auto.offset.reset=latest} (Kafka's default) the position of a newly assigned partition
@@ -160,8 +163,10 @@ public final class IdempotentKafkaConsumer<K, V> implements AutoCloseable {
         return l != null && !l.isStopped();
     }
 
-    /** What stopped this consumer: a handler's {@link Error}, or a failure of the runner itself (never a handler's
-     * exception, which is an outcome). */
+    /**
+     * What stopped this consumer: a handler's {@link Error} or {@link ConfigurationException}, or a failure of the
+     * runner itself (never a handler's other exceptions, which are outcomes).
+     */
     public Optional<Throwable> failure() {
         PollLoop<K, V> l = loop;
         return l == null ? Optional.empty() : Optional.ofNullable(l.failure());

@@ -1,5 +1,6 @@
 package dev.idem.kafka;
 
+import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import java.time.Duration;
@@ -22,6 +23,10 @@ import org.jspecify.annotations.Nullable;
  * is down and fails closed) never counts and is never dead-lettered by the bound: the record waits, the backoff
  * growing to its cap. {@code REJECTED} is dead-lettered at once. A record whose dead letter could not be sent is
  * retried (the send, not the handler) and never committed before the dead-letter topic took it.
+ *
+ * <p>A {@link ConfigurationException} thrown by the handler, the batch handler, the deserializers or the key extractor
+ * (or the cause of a handler's outcome) is not the record's fault but the runner's setup (e.g. a store's table is
+ * missing): retrying would dead-letter every record. It escapes the lane and stops the runner, the record not final.
  */
 final class LaneWorker<K, V> {
     /** How a lane's task ended; read by the poll thread. */
@@ -178,8 +183,10 @@ final class LaneWorker<K, V> {
         lane.enterHandler(p.raw.offset(), settings.nanoTime().getAsLong());
         try {
             p.runs++;
-            return Objects.requireNonNull(
-                    handler.handle(record.key(), record.record()), "a handler must return an Outcome, not null");
+            return misconfigurationStops(Objects.requireNonNull(
+                    handler.handle(record.key(), record.record()), "a handler must return an Outcome, not null"));
+        } catch (ConfigurationException e) {
+            throw e;
         } catch (Exception e) {
             return Outcome.ofException(e);
         } finally {
@@ -194,6 +201,8 @@ final class LaneWorker<K, V> {
         lane.enterHandler(handled.get(0).raw.offset(), settings.nanoTime().getAsLong());
         try {
             outcomes = handler.handle(List.copyOf(batch));
+        } catch (ConfigurationException e) {
+            throw e;
         } catch (Exception e) {
             Outcome failed = Outcome.ofException(e);
             return batch.stream().map(r -> failed).toList();
@@ -208,7 +217,16 @@ final class LaneWorker<K, V> {
                     + " records of " + lane.partition.tp
                     + ": it must answer one non-null Outcome per record, in order");
         }
+        outcomes.forEach(LaneWorker::misconfigurationStops);
         return outcomes;
+    }
+
+    /** The outcome, unless a {@link ConfigurationException} caused it: that is thrown, to stop the runner. */
+    private static Outcome misconfigurationStops(Outcome outcome) {
+        if (outcome.cause().orElse(null) instanceof ConfigurationException misconfigured) {
+            throw misconfigured;
+        }
+        return outcome;
     }
 
     /** The retry delay for {@code outcome}, or null when the record is final (handled or dead-lettered). */
@@ -246,19 +264,22 @@ final class LaneWorker<K, V> {
     /** Sends the decided dead letter; null when the topic took it, else the delay before trying again. */
     private @Nullable Duration deadLetter(Pending<K, V> p) {
         Outcome outcome = Objects.requireNonNull(p.deadLetter);
-        boolean sent;
+        String refused;
         try {
-            sent = deadLetters.publish(p.raw, outcome, Math.max(1, p.runs), settings.name());
+            refused = deadLetters.publish(p.raw, outcome, Math.max(1, p.runs), settings.name());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            sent = false;
+            refused = "interrupted while waiting for the acknowledgement";
         }
-        if (sent) {
+        if (refused == null) {
             events.deadLettered(p, outcome);
             return null;
         }
         p.deadLetterTries++;
-        return settings.retryPolicy().delayAfter(Math.min(p.deadLetterTries, 64));
+        Duration delay = settings.retryPolicy().delayAfter(Math.min(p.deadLetterTries, 64));
+        events.retryScheduled(
+                p, Outcome.failed("the dead-letter topic did not take the record: " + refused, null), delay);
+        return delay;
     }
 
     /** Deserializes the record and reads its key, once. */
@@ -290,6 +311,8 @@ final class LaneWorker<K, V> {
                     value,
                     raw.headers(),
                     raw.leaderEpoch());
+        } catch (ConfigurationException e) {
+            throw e;
         } catch (RuntimeException e) {
             return rejected(Outcome.rejected("record could not be deserialized: " + describe(e), e));
         }
@@ -297,6 +320,8 @@ final class LaneWorker<K, V> {
         String key;
         try {
             key = extractor.extract(record);
+        } catch (ConfigurationException e) {
+            throw e;
         } catch (Exception e) {
             return rejected(
                     Outcome.rejected("idempotency key unreadable from " + extractor.describe() + ": " + describe(e)));

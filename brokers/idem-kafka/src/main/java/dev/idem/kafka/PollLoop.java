@@ -30,13 +30,20 @@ import org.jspecify.annotations.Nullable;
  * <p>It never sleeps while finished work waits: while tasks run it polls for at most {@link #BUSY_POLL}, and each
  * task that ends unparks it. It never blocks in {@code poll} while a partition it paused may hold fetched records (a
  * blocking poll then spins in the KIP-848 consumer of kafka-clients 4.x): with a partition paused it polls without
- * waiting and parks on its own signal instead. Offsets are committed asynchronously in the loop, synchronously on
- * revocation and close.
+ * waiting and parks on its own signal instead. Offsets are committed asynchronously in the loop (at most every {@link
+ * #COMMIT_INTERVAL}), synchronously on revocation and close.
  */
 final class PollLoop<K, V> implements Runnable {
     private static final System.Logger LOG = System.getLogger(PollLoop.class.getName());
-    /** Longest poll while tasks run: bounds how long a finished task waits for its commit. */
+    /** Longest poll while tasks run: bounds how long the loop takes to see a finished task. */
     static final Duration BUSY_POLL = Duration.ofMillis(5);
+    /**
+     * Shortest time between two asynchronous commits. Under {@code group.protocol=consumer} each {@code commitAsync}
+     * waits for the client's background thread to take the offsets (a thread hand-off: 10-25 ms each in a JFR
+     * recording at load 20), and the loop committed at every round. Revocation and close still commit every finished
+     * record at once; a crash redelivers at most this much more work, answered {@code DUPLICATE}.
+     */
+    static final Duration COMMIT_INTERVAL = Duration.ofMillis(100);
     /** Longest park while a partition is paused. */
     private static final long PAUSED_PARK_NANOS = Duration.ofMillis(5).toNanos();
 
@@ -65,6 +72,10 @@ final class PollLoop<K, V> implements Runnable {
     private boolean crashed;
 
     private int pausedCount;
+    /** When the last asynchronous commit was sent ({@link System#nanoTime()}). Poll thread only. */
+    private long lastCommitNanos;
+    /** Finished records wait for {@link #COMMIT_INTERVAL} to pass: the poll must not block beyond it. */
+    private boolean commitDue;
 
     PollLoop(
             Settings<K, V> settings,
@@ -79,6 +90,7 @@ final class PollLoop<K, V> implements Runnable {
         this.events = events;
         this.watched = settings.handlerTimeout() == null ? null : ConcurrentHashMap.newKeySet();
         this.maxBuffered = settings.maxBufferedPerPartition();
+        this.lastCommitNanos = System.nanoTime() - COMMIT_INTERVAL.toNanos();
         this.worker = new LaneWorker<>(settings, deadLetters, events, ends, running, () -> stopping, this::wake);
     }
 
@@ -106,6 +118,10 @@ final class PollLoop<K, V> implements Runnable {
         } catch (RuntimeException | Error e) {
             crashed |= e instanceof Error;
             fail(e);
+            if (!crashed) {
+                // Not left to the client's close(): it calls onPartitionsLost, not revoked, during a rebalance.
+                commitSync(partitions.values());
+            }
         } finally {
             stopping = true;
             executor.shutdownNow();
@@ -226,11 +242,20 @@ final class PollLoop<K, V> implements Runnable {
         }
     }
 
+    /** Commits the finished records asynchronously, or, within {@link #COMMIT_INTERVAL} of the last commit, notes
+     * when to. */
     private void commitAsync() {
+        long now = System.nanoTime();
+        boolean due = now - lastCommitNanos >= COMMIT_INTERVAL.toNanos();
+        commitDue = false;
         Map<TopicPartition, OffsetAndMetadata> offsets = new HashMap<>();
         for (PartitionWork<K, V> work : partitions.values()) {
             long offset = work.progress.toCommit();
             if (offset >= 0) {
+                if (!due) {
+                    commitDue = true;
+                    return;
+                }
                 offsets.put(work.tp, new OffsetAndMetadata(offset));
                 work.progress.committed(offset);
             }
@@ -238,6 +263,7 @@ final class PollLoop<K, V> implements Runnable {
         if (offsets.isEmpty()) {
             return;
         }
+        lastCommitNanos = now;
         consumer.commitAsync(offsets, (done, error) -> {
             if (error != null) {
                 LOG.log(
@@ -300,18 +326,21 @@ final class PollLoop<K, V> implements Runnable {
     }
 
     private ConsumerRecords<byte[], byte[]> poll(boolean busy) {
-        long untilRetry = waiting.isEmpty()
+        long untilDue = waiting.isEmpty()
                 ? Long.MAX_VALUE
                 : Math.max(0, waiting.peek().atNanos() - settings.nanoTime().getAsLong());
+        if (commitDue) {
+            untilDue = Math.min(untilDue, Math.max(0, lastCommitNanos + COMMIT_INTERVAL.toNanos() - System.nanoTime()));
+        }
         if (pausedCount > 0) {
             ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ZERO);
             if (records.isEmpty()) {
-                LockSupport.parkNanos(Math.min(PAUSED_PARK_NANOS, untilRetry));
+                LockSupport.parkNanos(Math.min(PAUSED_PARK_NANOS, untilDue));
             }
             return records;
         }
         Duration timeout = busy ? BUSY_POLL : settings.pollTimeout();
-        return consumer.poll(Duration.ofNanos(Math.min(timeout.toNanos(), untilRetry)));
+        return consumer.poll(Duration.ofNanos(Math.min(timeout.toNanos(), untilDue)));
     }
 
     private void accept(ConsumerRecords<byte[], byte[]> records) {

@@ -109,4 +109,25 @@ class HostileDeliveryTest {
             assertThat(queues.depth(queues.topology.retryQueue())).isZero();
         }
     }
+
+    @Test
+    void workQueueDeletedUnderTheConsumer_itStopsAndSaysWhy() throws Exception {
+        try (RabbitFixture.Queues queues = RabbitFixture.queues("deleted");
+                Connection connection = RabbitFixture.connect();
+                var consumer = IdempotentRabbitConsumer.builder(connection, queues.topology)
+                        .handler((key, message) -> Outcome.processed())
+                        .build()
+                        .start()) {
+            try (var admin = queues.admin.createChannel()) {
+                admin.queueDelete(queues.queue());
+            }
+            await().atMost(SETTLED).until(() -> consumer.failure().isPresent());
+            assertThat(consumer.failure())
+                    .get()
+                    .asString()
+                    .contains("cancelled")
+                    .contains(queues.queue());
+            assertThat(consumer.isRunning()).isFalse();
+        }
+    }
 }

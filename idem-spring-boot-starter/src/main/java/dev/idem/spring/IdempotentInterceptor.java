@@ -71,7 +71,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
         DataSource ds = Objects.requireNonNull(guards.dataSource(), "a joined call needs the application's DataSource");
         Connection connection = DataSourceUtils.getConnection(ds);
         try {
-            return guards.inbox(m.namespace()).handle(connection, key, fingerprint, c -> call.run());
+            return guards.inbox(m.namespace()).handle(connection, Delivery.of(key, fingerprint), c -> call.run());
         } finally {
             DataSourceUtils.releaseConnection(connection, ds);
         }

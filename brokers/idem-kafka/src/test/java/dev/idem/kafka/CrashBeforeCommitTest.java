@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -21,11 +22,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * once without committing.
  */
 class CrashBeforeCommitTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("CrashBeforeCommitTest");
+        bank = new PaymentBank("CrashBeforeCommitTest");
     }
 
     @AfterAll

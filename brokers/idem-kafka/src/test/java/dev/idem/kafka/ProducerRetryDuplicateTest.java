@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -23,11 +24,11 @@ import org.junit.jupiter.api.Test;
  * producer talks to the broker through a {@link TcpProxy} that swallows the broker's responses.
  */
 class ProducerRetryDuplicateTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("ProducerRetryDuplicateTest");
+        bank = new PaymentBank("ProducerRetryDuplicateTest");
     }
 
     @AfterAll

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -20,11 +21,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * met it, so the race is real, not a lucky order.
  */
 class SameKeyTwoPartitionsTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("SameKeyTwoPartitionsTest");
+        bank = new PaymentBank("SameKeyTwoPartitionsTest");
     }
 
     @AfterAll

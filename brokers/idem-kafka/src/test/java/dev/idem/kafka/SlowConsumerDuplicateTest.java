@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
+import dev.idem.testsupport.PaymentBank;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -33,11 +34,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * key until the redelivery has met it (lease: found it IN_PROGRESS; inbox: waits on the uncommitted mark).
  */
 class SlowConsumerDuplicateTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("SlowConsumerDuplicateTest");
+        bank = new PaymentBank("SlowConsumerDuplicateTest");
     }
 
     @AfterAll

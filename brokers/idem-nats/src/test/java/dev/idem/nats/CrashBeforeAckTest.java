@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
 import io.nats.client.Connection;
 import io.nats.client.Nats;
 import io.nats.client.Options;
@@ -31,11 +32,11 @@ import org.junit.jupiter.api.Test;
 class CrashBeforeAckTest {
     private static final Duration ACK_WAIT = Duration.ofSeconds(1);
 
-    static Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new Bank("NatsCrashBeforeAckTest");
+        bank = new PaymentBank("NatsCrashBeforeAckTest");
     }
 
     @AfterAll

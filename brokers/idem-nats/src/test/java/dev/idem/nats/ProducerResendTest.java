@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
 import io.nats.client.Connection;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamOptions;
@@ -36,12 +37,12 @@ class ProducerResendTest {
             .maxAttempts(50)
             .build();
 
-    static Bank bank;
+    static PaymentBank bank;
     static Connection nats;
 
     @BeforeAll
     static void setUp() {
-        bank = new Bank("NatsProducerResendTest");
+        bank = new PaymentBank("NatsProducerResendTest");
         nats = NatsFixture.connect();
     }
 

@@ -8,6 +8,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -26,11 +27,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * the uncommitted mark).
  */
 class ConcurrentRedeliveryTest {
-    static RabbitFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RabbitFixture.Bank("ConcurrentRedeliveryTest");
+        bank = new PaymentBank("ConcurrentRedeliveryTest");
     }
 
     @AfterAll

@@ -8,6 +8,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -22,11 +23,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * unacked delivery and hands it out again ({@code redelivered=true}).
  */
 class ConnectionDropBeforeAckTest {
-    static RabbitFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RabbitFixture.Bank("ConnectionDropBeforeAckTest");
+        bank = new PaymentBank("ConnectionDropBeforeAckTest");
     }
 
     @AfterAll

@@ -8,6 +8,7 @@ import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.PaymentBank;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -17,7 +18,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The proofs' business effect, {@link RabbitFixture.Bank#debit}, as one guard runs it, so that each duplicate-cause
+ * The proofs' business effect, {@link PaymentBank#debit}, as one guard runs it, so that each duplicate-cause
  * scenario is written once and runs with the unguarded baseline and with every {@link Kind} of guard.
  *
  * <p>A scenario that needs a real race passes a {@link Hold}: it runs while this copy holds the key (before the
@@ -35,7 +36,7 @@ abstract class DebitGuard implements AutoCloseable {
          */
         INBOX;
 
-        DebitGuard open(RabbitFixture.Bank bank, String namespace) {
+        DebitGuard open(PaymentBank bank, String namespace) {
             return switch (this) {
                 case LEASE -> new Lease(bank, namespace);
                 case INBOX -> new Inbox(bank, namespace);
@@ -58,15 +59,15 @@ abstract class DebitGuard implements AutoCloseable {
         void awaitContender() throws Exception;
     }
 
-    final RabbitFixture.Bank bank;
+    final PaymentBank bank;
     private final AtomicInteger contentions = new AtomicInteger();
 
-    private DebitGuard(RabbitFixture.Bank bank) {
+    private DebitGuard(PaymentBank bank) {
         this.bank = bank;
     }
 
     /** No guard: every copy debits. A copy's contender is any other copy that reaches the debit. */
-    static DebitGuard unguarded(RabbitFixture.Bank bank) {
+    static DebitGuard unguarded(PaymentBank bank) {
         return new Unguarded(bank);
     }
 
@@ -98,7 +99,7 @@ abstract class DebitGuard implements AutoCloseable {
     private static final class Unguarded extends DebitGuard {
         private final CountDownLatch twoCopies = new CountDownLatch(2);
 
-        Unguarded(RabbitFixture.Bank bank) {
+        Unguarded(PaymentBank bank) {
             super(bank);
         }
 
@@ -115,7 +116,7 @@ abstract class DebitGuard implements AutoCloseable {
         private final Guard guard;
         private final CountDownLatch metInProgress = new CountDownLatch(1);
 
-        Lease(RabbitFixture.Bank bank, String namespace) {
+        Lease(PaymentBank bank, String namespace) {
             super(bank);
             this.guard = Guard.of(InMemoryStore.create(), namespace);
         }
@@ -142,7 +143,7 @@ abstract class DebitGuard implements AutoCloseable {
     private static final class Inbox extends DebitGuard {
         private final JdbcInbox inbox;
 
-        Inbox(RabbitFixture.Bank bank, String namespace) {
+        Inbox(PaymentBank bank, String namespace) {
             super(bank);
             this.inbox = JdbcInbox.builder(bank.database().dataSource())
                     .namespace(namespace)
@@ -154,7 +155,7 @@ abstract class DebitGuard implements AutoCloseable {
         Outcome debit(String key, String account, long amount, Hold hold) {
             return inbox.handle(Delivery.of(key), connection -> {
                 hold.run(() -> awaitBlockedOn(connection));
-                bank.debit(connection, account, amount, key);
+                PaymentBank.debit(connection, account, amount, key);
                 return Outcome.processed();
             });
         }

@@ -8,6 +8,7 @@ import com.rabbitmq.client.Connection;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -24,11 +25,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * copies carry the message id the publisher fixed before the first publish.
  */
 class ProducerResendDuplicateTest {
-    static RabbitFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RabbitFixture.Bank("ProducerResendDuplicateTest");
+        bank = new PaymentBank("ProducerResendDuplicateTest");
     }
 
     @AfterAll

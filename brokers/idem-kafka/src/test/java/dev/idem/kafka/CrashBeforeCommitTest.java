@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
+import dev.idem.testsupport.DebitGuard;
 import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -51,8 +52,8 @@ class CrashBeforeCommitTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void crashAfterDbCommit_beforeOffsetCommit_guardedRestartAnswersDuplicate(DebitGuard.Kind kind) throws Exception {
+    @EnumSource(GuardKind.class)
+    void crashAfterDbCommit_beforeOffsetCommit_guardedRestartAnswersDuplicate(GuardKind kind) throws Exception {
         try (DebitGuard guard = kind.open(bank, "crash-" + kind)) {
             Result result = run(guard, kind.name());
             assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);

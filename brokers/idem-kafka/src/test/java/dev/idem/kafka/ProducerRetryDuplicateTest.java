@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.DebitGuard;
 import dev.idem.testsupport.PaymentBank;
 import java.time.Duration;
 import java.util.List;
@@ -113,7 +114,7 @@ class ProducerRetryDuplicateTest {
                     .as("unguarded effects")
                     .isEqualTo(2);
         }
-        for (DebitGuard.Kind kind : DebitGuard.Kind.values()) {
+        for (GuardKind kind : GuardKind.values()) {
             String mode = kind.name().toLowerCase(Locale.ROOT);
             try (DebitGuard guard = kind.open(bank, topic + "-" + mode)) {
                 assertThat(consume(topic, mode, guard, account))

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
+import dev.idem.testsupport.DebitGuard;
 import dev.idem.testsupport.PaymentBank;
 import java.time.Duration;
 import java.util.HashMap;
@@ -56,8 +57,8 @@ class SlowConsumerDuplicateTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void slowConsumer_exceedsMaxPollInterval_redeliveryMeetsFirstHoldingTheKey_isDuplicate(DebitGuard.Kind kind)
+    @EnumSource(GuardKind.class)
+    void slowConsumer_exceedsMaxPollInterval_redeliveryMeetsFirstHoldingTheKey_isDuplicate(GuardKind kind)
             throws Exception {
         try (DebitGuard guard = kind.open(bank, "slow-" + kind)) {
             Result result = run(guard, kind.name());

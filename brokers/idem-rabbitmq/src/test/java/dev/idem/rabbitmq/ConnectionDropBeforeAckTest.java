@@ -8,6 +8,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.DebitGuard;
 import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -43,8 +44,8 @@ class ConnectionDropBeforeAckTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void connectionDropsAfterDbCommit_beforeAck_guardedRedeliveryIsDuplicate(DebitGuard.Kind kind) throws Exception {
+    @EnumSource(GuardKind.class)
+    void connectionDropsAfterDbCommit_beforeAck_guardedRedeliveryIsDuplicate(GuardKind kind) throws Exception {
         try (DebitGuard guard = kind.open(bank, "drop-" + kind)) {
             Result result = run(guard, kind.name(), false);
             assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);
@@ -56,7 +57,7 @@ class ConnectionDropBeforeAckTest {
     @Test
     void connectionDropsAfterDbCommit_recoveringConnection_sameConsumerGetsItAgain_andAnswersDuplicate()
             throws Exception {
-        try (DebitGuard guard = DebitGuard.Kind.LEASE.open(bank, "drop-recover")) {
+        try (DebitGuard guard = GuardKind.LEASE.open(bank, "drop-recover")) {
             Result result = run(guard, "recover", true);
             assertThat(result.ledgerRows).isEqualTo(1);
             assertThat(result.outcomes).containsExactly(Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE);

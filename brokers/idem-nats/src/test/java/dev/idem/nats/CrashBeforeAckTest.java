@@ -8,6 +8,7 @@ import static org.awaitility.Awaitility.await;
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
 import dev.idem.testsupport.PaymentBank;
+import dev.idem.testsupport.PrivateServer;
 import io.nats.client.Connection;
 import io.nats.client.Nats;
 import io.nats.client.Options;
@@ -63,7 +64,7 @@ class CrashBeforeAckTest {
 
     @Test
     void serverRestartAfterCommit_beforeAck_redeliveredAfterAckWait_unguardedDebitsTwice_guardsOnce() throws Exception {
-        try (PrivateNats server = PrivateNats.start();
+        try (PrivateServer server = PrivateServer.nats();
                 Connection nats = unbufferedConnection(server.url());
                 NatsFixture.Streams streams = new NatsFixture.Streams(nats, "restartbeforeack")) {
             nats.jetStream().publish(NatsProducers.message(streams.subject("pay"), "pay-2", bytes("acc:100")));

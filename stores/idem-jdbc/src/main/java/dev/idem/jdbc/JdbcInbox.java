@@ -26,6 +26,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
@@ -530,13 +531,17 @@ public final class JdbcInbox {
         sorted.sort((a, b) -> Sql.ID_ORDER.compare(a.id, b.id));
         Map<String, @Nullable String> fingerprints = new HashMap<>();
         sorted.forEach(p -> fingerprints.put(p.id, p.fingerprint()));
-        var inserted = sql.insertMarks(
+        Sql.Marks marks = sql.insertMarks(
                 c, sorted.stream().map(p -> p.id).toList(), fingerprints, owner, now, expiresAt, lockWaitSeconds);
-        List<String> taken = sorted.stream()
-                .filter(p -> !inserted.contains(p.id))
+        Set<String> inserted = marks.inserted();
+        List<String> unread = sorted.stream()
                 .map(p -> p.id)
+                .filter(id -> !inserted.contains(id) && !marks.found().containsKey(id))
                 .toList();
-        Map<String, Row> existing = taken.isEmpty() ? Map.of() : sql.selectMany(c, taken, Sql.Lock.SHARED);
+        Map<String, Row> existing = new HashMap<>(marks.found());
+        if (!unread.isEmpty()) {
+            existing.putAll(sql.selectMany(c, unread, Sql.Lock.SHARED));
+        }
         for (Pending p : sorted) {
             if (inserted.contains(p.id)) {
                 p.claimed = true;

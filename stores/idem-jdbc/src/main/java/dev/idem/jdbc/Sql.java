@@ -294,12 +294,18 @@ final class Sql {
 
     // ---------------------------------------------------------------- transactional mode
 
+    /** What {@link #insertMarks} did: the ids it inserted, and the rows it found in place of the others. */
+    record Marks(Set<String> inserted, Map<String, Row> found) {}
+
     /**
      * Inserts DONE marks for the ids that are free, in the given (sorted) order, all owned by {@code owner}; a
      * taken id is skipped without error, and an uncommitted mark of another transaction makes this wait for it.
-     * Returns the inserted ids. Never raises a unique violation on PostgreSQL or MySQL.
+     * Never raises a unique violation on PostgreSQL or MySQL. On PostgreSQL and MariaDB the same statement answers
+     * the rows of the taken ids (no second round trip for a duplicate); a taken id missing from {@link
+     * Marks#found()} (always on MySQL and H2; on PostgreSQL a mark committed after the statement's snapshot) must be
+     * read.
      */
-    Set<String> insertMarks(
+    Marks insertMarks(
             Connection c,
             List<String> sortedIds,
             Map<String, @Nullable String> fingerprints,
@@ -309,19 +315,33 @@ final class Sql {
             int lockWaitSeconds)
             throws SQLException {
         Set<String> inserted = new HashSet<>();
+        Map<String, Row> found = new HashMap<>();
         if (dialect == Dialect.H2) {
             for (String id : sortedIds) {
                 if (insertH2(c, id, DONE, owner, 0, expiresAt, now, fingerprints.get(id), lockWaitSeconds)) {
                     inserted.add(id);
                 }
             }
-            return inserted;
+            return new Marks(inserted, found);
         }
-        boolean returning = dialect != Dialect.MYSQL;
         for (List<String> chunk : chunks(sortedIds)) {
-            String sql = conflictFreeInsertPrefix + table + " (" + COLUMNS + ") VALUES "
-                    + String.join(", ", Collections.nCopies(chunk.size(), "(?, '" + DONE + "', ?, 0, ?, ?, ?, NULL)"))
-                    + conflictFreeInsertSuffix + (returning && chunk.size() > 1 ? " RETURNING id" : "");
+            String values =
+                    String.join(", ", Collections.nCopies(chunk.size(), "(?, '" + DONE + "', ?, 0, ?, ?, ?, NULL)"));
+            String sql = switch (dialect) {
+                // The CTE's insert and select share one snapshot: the select sees the marks that were there, not
+                // those the insert added (read from its RETURNING) nor one a concurrent copy committed meanwhile.
+                case POSTGRESQL ->
+                    "WITH inserted AS (INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values
+                            + " ON CONFLICT DO NOTHING RETURNING id, " + READ_COLUMNS + ") SELECT id, "
+                            + READ_COLUMNS + " FROM inserted UNION ALL SELECT id, " + READ_COLUMNS + " FROM " + table
+                            + " WHERE id IN (" + marks(chunk.size()) + ")";
+                // A no-op update of a taken id makes RETURNING answer its row as it is (locked, latest committed).
+                case MARIADB ->
+                    "INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values
+                            + " ON DUPLICATE KEY UPDATE id = id RETURNING id, " + READ_COLUMNS;
+                case MYSQL -> "INSERT IGNORE INTO " + table + " (" + COLUMNS + ") VALUES " + values;
+                case H2 -> throw new IllegalStateException("H2 inserts one mark at a time");
+            };
             try (PreparedStatement ps = c.prepareStatement(sql)) {
                 ps.setQueryTimeout(lockWaitSeconds);
                 int p = 1;
@@ -332,22 +352,32 @@ final class Sql {
                     ps.setLong(p++, now);
                     setNullableString(ps, p++, fingerprints.get(id));
                 }
-                if (chunk.size() == 1) {
-                    if (ps.executeUpdate() == 1) {
-                        inserted.add(chunk.get(0));
+                if (dialect == Dialect.MYSQL) {
+                    if (ps.executeUpdate() > 0) {
+                        inserted.addAll(idsOwnedBy(c, chunk, owner));
                     }
-                } else if (returning) {
-                    try (ResultSet rs = ps.executeQuery()) {
-                        while (rs.next()) {
-                            inserted.add(readId(rs));
+                    continue;
+                }
+                if (dialect == Dialect.POSTGRESQL) {
+                    for (String id : chunk) {
+                        ps.setString(p++, id);
+                    }
+                }
+                try (ResultSet rs = ps.executeQuery()) {
+                    while (rs.next()) {
+                        String id = readId(rs);
+                        Row row = read(rs, 2);
+                        if (row.owner().equals(owner)) {
+                            inserted.add(id); // owner tokens are fresh per attempt: only this insert wrote it
+                        } else {
+                            found.put(id, row);
                         }
                     }
-                } else if (ps.executeUpdate() > 0) {
-                    inserted.addAll(idsOwnedBy(c, chunk, owner));
                 }
             }
         }
-        return inserted;
+        found.keySet().removeAll(inserted); // PostgreSQL: a mark purged between the snapshot and the insert
+        return new Marks(inserted, found);
     }
 
     /** How many of {@code ids} carry {@code owner}'s token, as this transaction sees them. */

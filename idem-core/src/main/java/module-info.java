@@ -6,5 +6,9 @@ module dev.idem.core {
     exports dev.idem.spi;
     exports dev.idem.internal to
             dev.idem.jdbc,
-            dev.idem.redis;
+            dev.idem.redis,
+            dev.idem.kafka,
+            dev.idem.rocketmq,
+            dev.idem.rabbitmq,
+            dev.idem.nats;
 }

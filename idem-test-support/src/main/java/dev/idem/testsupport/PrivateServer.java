@@ -21,7 +21,7 @@ import org.awaitility.core.ConditionTimeoutException;
 import org.jspecify.annotations.Nullable;
 
 /**
- * A real PostgreSQL, MariaDB or Redis server of a test's own: a throwaway instance of the binaries installed on the
+ * A real PostgreSQL, MariaDB, Redis or NATS server of a test's own: a throwaway instance of the binaries installed on the
  * machine, on a free port of 127.0.0.1, with its data in a fresh temporary directory. For tests that stop, restart or
  * kill a server, which they must never do to the shared servers on the default ports; and the last resort of {@link
  * TestServers} when no server answers on the default port.
@@ -42,11 +42,14 @@ import org.jspecify.annotations.Nullable;
  *       <td>{@code jdbc:mariadb://127.0.0.1:<port>/test?user=root}</td></tr>
  *   <tr><td>Redis</td><td>nothing: {@code --save "" --appendonly no}, so a stop loses every key</td><td>{@code
  *       redis-server}, SIGTERM</td><td>{@code redis://127.0.0.1:<port>}</td></tr>
+ *   <tr><td>NATS</td><td>nothing: JetStream on file storage in the directory, kept over a stop</td><td>{@code
+ *       nats-server -js}, SIGTERM</td><td>{@code nats://127.0.0.1:<port>}</td></tr>
  * </table>
  *
  * <p>Binaries: PostgreSQL's {@code initdb} and {@code pg_ctl} from the newest {@code /usr/lib/postgresql/<version>/bin}
  * (run as the {@code postgres} OS user when the JVM runs as root, since PostgreSQL refuses root), {@code
- * /usr/sbin/mariadbd} with {@code /usr/bin/mariadb-install-db}, {@code /usr/bin/redis-server}. When they are missing
+ * /usr/sbin/mariadbd} with {@code /usr/bin/mariadb-install-db}, {@code /usr/bin/redis-server}, {@code
+ * /usr/sbin/nats-server}. When they are missing
  * the factory methods skip the test through {@link TestServers#unavailable(String)} (a failure with {@code
  * IDEM_REQUIRE_SERVICES=1}).
  *
@@ -55,7 +58,7 @@ import org.jspecify.annotations.Nullable;
  * hooks. Thread-safe: the lifecycle methods are serialised.
  */
 public abstract sealed class PrivateServer implements AutoCloseable
-        permits PrivatePostgres, PrivateMariaDb, PrivateRedis {
+        permits PrivatePostgres, PrivateMariaDb, PrivateRedis, PrivateNats {
     static final Duration START_TIMEOUT = Duration.ofSeconds(60);
     static final String DIRECTORY_PREFIX = "idem-private-";
     private static final String OWNER_FILE = "owner";
@@ -88,6 +91,11 @@ public abstract sealed class PrivateServer implements AutoCloseable
     /** A fresh Redis without persistence, started. */
     public static PrivateServer redis() {
         return create(PrivateRedis.missing(), PrivateRedis::create);
+    }
+
+    /** A fresh nats-server with JetStream on file storage, started. */
+    public static PrivateServer nats() {
+        return create(PrivateNats.missing(), PrivateNats::create);
     }
 
     private static PrivateServer create(Optional<String> missing, Supplier<PrivateServer> factory) {
@@ -168,8 +176,8 @@ public abstract sealed class PrivateServer implements AutoCloseable
     }
 
     /**
-     * Stops the server the way its service manager does (PostgreSQL: {@code pg_ctl stop -m fast}; MariaDB and Redis:
-     * SIGTERM): open transactions are rolled back, connections closed, committed data kept (Redis keeps nothing).
+     * Stops the server the way its service manager does (PostgreSQL: {@code pg_ctl stop -m fast}; MariaDB, Redis and
+     * NATS: SIGTERM): open transactions are rolled back, connections closed, committed data kept (Redis keeps nothing).
      */
     public final synchronized void stop() {
         checkOpen();

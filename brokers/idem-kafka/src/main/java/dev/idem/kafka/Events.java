@@ -5,6 +5,7 @@ import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.InvalidKeyException;
 import dev.idem.Outcome;
+import dev.idem.internal.SafeListener;
 import java.time.Duration;
 import org.apache.kafka.common.TopicPartition;
 import org.jspecify.annotations.Nullable;
@@ -20,13 +21,13 @@ final class Events {
     private static final System.Logger LOG = System.getLogger(Events.class.getName());
 
     private final String namespace;
-    private final IdempotencyListener listener;
+    private final SafeListener listener;
     private final boolean enabled;
 
     Events(String namespace, IdempotencyListener listener) {
         this.namespace = namespace;
-        this.listener = listener;
-        this.enabled = listener != IdempotencyListener.NONE;
+        this.listener = new SafeListener(listener);
+        this.enabled = this.listener.listens();
     }
 
     void retryScheduled(Pending<?, ?> p, Outcome outcome, Duration delay) {
@@ -93,11 +94,7 @@ final class Events {
     }
 
     private void emit(IdempotencyEvent.Builder event) {
-        try {
-            listener.onEvent(event.build());
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, namespace + ": the listener threw, ignored: " + e, e);
-        }
+        listener.onEvent(event.build());
     }
 
     private static String where(Pending<?, ?> p) {

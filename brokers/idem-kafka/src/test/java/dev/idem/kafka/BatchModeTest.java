@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -22,11 +23,11 @@ import org.junit.jupiter.params.provider.ValueSource;
  * copies are answered DUPLICATE, and every payment is debited exactly once.
  */
 class BatchModeTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("BatchModeTest");
+        bank = new PaymentBank("BatchModeTest");
     }
 
     @AfterAll
@@ -80,7 +81,8 @@ class BatchModeTest {
                                 if (firstRunOfPay17) {
                                     throw new IllegalStateException("payment service timed out");
                                 }
-                                bank.debit(c, account, Long.parseLong(r.record().value()), r.key());
+                                PaymentBank.debit(
+                                        c, account, Long.parseLong(r.record().value()), r.key());
                                 return Outcome.processed();
                             }));
                         },

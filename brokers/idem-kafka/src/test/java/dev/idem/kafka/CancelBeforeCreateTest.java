@@ -10,6 +10,7 @@ import dev.idem.jdbc.OwnTransaction;
 import dev.idem.jdbc.StateMachineGuard;
 import dev.idem.jdbc.TransactionalHandler;
 import dev.idem.jdbc.UniqueRowGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -46,11 +47,11 @@ class CancelBeforeCreateTest {
     static final UniqueRowGuard NEW_ORDERS =
             UniqueRowGuard.builder().table("orders").uniqueKey("id").build();
 
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("CancelBeforeCreateTest");
+        bank = new PaymentBank("CancelBeforeCreateTest");
         bank.database().execute("CREATE TABLE orders (id VARCHAR(100) PRIMARY KEY, status VARCHAR(20) NOT NULL)");
         bank.database()
                 .execute("CREATE TABLE order_event (id SERIAL PRIMARY KEY, order_id VARCHAR(100), action VARCHAR(20))");

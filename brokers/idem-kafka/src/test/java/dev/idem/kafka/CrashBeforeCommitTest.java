@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
+import dev.idem.testsupport.DebitGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -21,11 +23,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * once without committing.
  */
 class CrashBeforeCommitTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("CrashBeforeCommitTest");
+        bank = new PaymentBank("CrashBeforeCommitTest");
     }
 
     @AfterAll
@@ -50,8 +52,8 @@ class CrashBeforeCommitTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void crashAfterDbCommit_beforeOffsetCommit_guardedRestartAnswersDuplicate(DebitGuard.Kind kind) throws Exception {
+    @EnumSource(GuardKind.class)
+    void crashAfterDbCommit_beforeOffsetCommit_guardedRestartAnswersDuplicate(GuardKind kind) throws Exception {
         try (DebitGuard guard = kind.open(bank, "crash-" + kind)) {
             Result result = run(guard, kind.name());
             assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);

@@ -4,13 +4,8 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
 import dev.idem.testsupport.EmbeddedKafka;
-import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -34,8 +29,7 @@ import org.apache.kafka.common.serialization.StringSerializer;
 
 /**
  * What the Kafka proof tests share: the JVM's embedded broker, unique topics and groups, fast-rebalancing consumer
- * settings, and a bank whose debit is NOT idempotent ({@code balance = balance - ?} plus a ledger row), so that every
- * duplicate effect shows as a second ledger row.
+ * settings. The business effect is idem-test-support's {@link dev.idem.testsupport.PaymentBank}.
  */
 final class KafkaFixture {
     static final Duration WAIT = Duration.ofSeconds(60);
@@ -200,92 +194,6 @@ final class KafkaFixture {
                 .get(30, TimeUnit.SECONDS)
                 .forEach((tp, info) -> end.put(tp, info.offset()));
         return end;
-    }
-
-    /**
-     * Accounts and a ledger in a database of the test fixture. {@link #debit} is deliberately not idempotent: each
-     * call takes the amount again and adds a ledger row.
-     */
-    static final class Bank implements AutoCloseable {
-        private final TestDatabase db;
-
-        Bank(String testName) {
-            this.db = TestDatabase.postgres(testName);
-            db.execute("CREATE TABLE account (id VARCHAR(100) PRIMARY KEY, balance BIGINT NOT NULL)");
-            db.execute("CREATE TABLE ledger (id SERIAL PRIMARY KEY, account_id VARCHAR(100) NOT NULL,"
-                    + " message_key VARCHAR(200) NOT NULL, amount BIGINT NOT NULL)");
-        }
-
-        void open(String account, long balance) {
-            db.execute("INSERT INTO account (id, balance) VALUES ('" + account + "', " + balance + ")");
-        }
-
-        /** {@code UPDATE account SET balance = balance - ?} and a ledger row, in a transaction of its own. */
-        void debit(String account, long amount, String messageKey) throws SQLException {
-            try (Connection c = db.connection()) {
-                c.setAutoCommit(false);
-                try {
-                    debit(c, account, amount, messageKey);
-                    c.commit();
-                } catch (SQLException e) {
-                    c.rollback();
-                    throw e;
-                }
-            }
-        }
-
-        /** The same debit on {@code c}, in the caller's transaction. */
-        static void debit(Connection c, String account, long amount, String messageKey) throws SQLException {
-            try (PreparedStatement update =
-                            c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?");
-                    PreparedStatement insert = c.prepareStatement(
-                            "INSERT INTO ledger (account_id, message_key, amount) VALUES (?, ?, ?)")) {
-                update.setLong(1, amount);
-                update.setString(2, account);
-                if (update.executeUpdate() != 1) {
-                    throw new SQLException("no account " + account);
-                }
-                insert.setString(1, account);
-                insert.setString(2, messageKey);
-                insert.setLong(3, amount);
-                insert.executeUpdate();
-            }
-        }
-
-        long ledgerRows(String account) {
-            return queryLong("SELECT COUNT(*) FROM ledger WHERE account_id = ?", account);
-        }
-
-        long balance(String account) {
-            return queryLong("SELECT balance FROM account WHERE id = ?", account);
-        }
-
-        /** How many database sessions wait on a lock that the session {@code pid} holds. */
-        long sessionsBlockedBy(long pid) {
-            return queryLong("SELECT COUNT(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))", pid);
-        }
-
-        TestDatabase database() {
-            return db;
-        }
-
-        private long queryLong(String sql, Object arg) {
-            try (Connection c = db.connection();
-                    PreparedStatement s = c.prepareStatement(sql)) {
-                s.setObject(1, arg);
-                try (ResultSet rs = s.executeQuery()) {
-                    rs.next();
-                    return rs.getLong(1);
-                }
-            } catch (SQLException e) {
-                throw new IllegalStateException(sql + " failed", e);
-            }
-        }
-
-        @Override
-        public void close() {
-            db.close();
-        }
     }
 
     static void join(java.util.concurrent.Future<?> future) {

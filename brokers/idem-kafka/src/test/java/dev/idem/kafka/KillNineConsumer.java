@@ -5,6 +5,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.PaymentBank;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ThreadLocalRandom;
@@ -53,7 +54,7 @@ final class KillNineConsumer {
                         if (ThreadLocalRandom.current().nextInt(10) == 0) {
                             Thread.sleep(30); // widen the window for a kill inside the transaction
                         }
-                        KafkaFixture.Bank.debit(c, debit[0], Long.parseLong(debit[1]), key);
+                        PaymentBank.debit(c, debit[0], Long.parseLong(debit[1]), key);
                         return Outcome.processed();
                     }))
                     .build()

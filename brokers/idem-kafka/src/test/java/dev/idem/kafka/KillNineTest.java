@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.PaymentBank;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -53,11 +54,11 @@ class KillNineTest {
     /** The children's stderr, for a failing run. */
     private static final Path LOG = Path.of("target", "kill9-children.log");
 
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("KillNineTest");
+        bank = new PaymentBank("KillNineTest");
     }
 
     @AfterAll

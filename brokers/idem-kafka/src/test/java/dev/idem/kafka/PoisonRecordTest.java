@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.Guard;
 import dev.idem.InMemoryStore;
+import dev.idem.testsupport.PaymentBank;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
@@ -26,11 +27,11 @@ import org.junit.jupiter.api.Test;
 
 /** Cause 6: records that can never be handled end in the dead-letter topic with a reason; nothing else is stuck. */
 class PoisonRecordTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("PoisonRecordTest");
+        bank = new PaymentBank("PoisonRecordTest");
     }
 
     @AfterAll

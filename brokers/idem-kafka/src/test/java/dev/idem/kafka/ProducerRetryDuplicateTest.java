@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.DebitGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -23,11 +25,11 @@ import org.junit.jupiter.api.Test;
  * producer talks to the broker through a {@link TcpProxy} that swallows the broker's responses.
  */
 class ProducerRetryDuplicateTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("ProducerRetryDuplicateTest");
+        bank = new PaymentBank("ProducerRetryDuplicateTest");
     }
 
     @AfterAll
@@ -112,7 +114,7 @@ class ProducerRetryDuplicateTest {
                     .as("unguarded effects")
                     .isEqualTo(2);
         }
-        for (DebitGuard.Kind kind : DebitGuard.Kind.values()) {
+        for (GuardKind kind : GuardKind.values()) {
             String mode = kind.name().toLowerCase(Locale.ROOT);
             try (DebitGuard guard = kind.open(bank, topic + "-" + mode)) {
                 assertThat(consume(topic, mode, guard, account))

@@ -8,6 +8,7 @@ import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.PaymentBank;
 import dev.idem.testsupport.ReadmeSnippets;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -70,7 +71,7 @@ class ReadmeKafkaExampleTest {
         String paymentsTopic = KafkaFixture.topic("readme-inbox", 1);
         String group = paymentsTopic + "-group";
         String account = paymentsTopic + "-acc";
-        try (KafkaFixture.Bank bank = new KafkaFixture.Bank("ReadmeKafkaExampleTest")) {
+        try (PaymentBank bank = new PaymentBank("ReadmeKafkaExampleTest")) {
             bank.open(account, 100);
             DataSource dataSource = bank.database().dataSource();
             JdbcInbox.builder(dataSource)

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
+import dev.idem.testsupport.DebitGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -20,11 +22,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * met it, so the race is real, not a lucky order.
  */
 class SameKeyTwoPartitionsTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("SameKeyTwoPartitionsTest");
+        bank = new PaymentBank("SameKeyTwoPartitionsTest");
     }
 
     @AfterAll
@@ -40,9 +42,8 @@ class SameKeyTwoPartitionsTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void sameKey_onTwoPartitions_handledAtOnce_secondMeetsTheFirstThenIsDuplicate(DebitGuard.Kind kind)
-            throws Exception {
+    @EnumSource(GuardKind.class)
+    void sameKey_onTwoPartitions_handledAtOnce_secondMeetsTheFirstThenIsDuplicate(GuardKind kind) throws Exception {
         try (DebitGuard guard = kind.open(bank, "twoparts-" + kind)) {
             Result result = run(guard, kind.name());
             assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);

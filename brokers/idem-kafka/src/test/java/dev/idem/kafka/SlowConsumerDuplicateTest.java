@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
+import dev.idem.testsupport.DebitGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -33,11 +35,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * key until the redelivery has met it (lease: found it IN_PROGRESS; inbox: waits on the uncommitted mark).
  */
 class SlowConsumerDuplicateTest {
-    static KafkaFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new KafkaFixture.Bank("SlowConsumerDuplicateTest");
+        bank = new PaymentBank("SlowConsumerDuplicateTest");
     }
 
     @AfterAll
@@ -55,8 +57,8 @@ class SlowConsumerDuplicateTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void slowConsumer_exceedsMaxPollInterval_redeliveryMeetsFirstHoldingTheKey_isDuplicate(DebitGuard.Kind kind)
+    @EnumSource(GuardKind.class)
+    void slowConsumer_exceedsMaxPollInterval_redeliveryMeetsFirstHoldingTheKey_isDuplicate(GuardKind kind)
             throws Exception {
         try (DebitGuard guard = kind.open(bank, "slow-" + kind)) {
             Result result = run(guard, kind.name());

@@ -151,7 +151,7 @@ public final class IdempotentNatsConsumer implements AutoCloseable {
                     handler,
                     retryPolicy,
                     checked,
-                    new DeadLetters(jetStream, deadLetterSubject),
+                    new DeadLetters(connection, jetStream, deadLetterSubject),
                     new NatsEvents(listener, durable),
                     ackTimeout);
             settings = checked;

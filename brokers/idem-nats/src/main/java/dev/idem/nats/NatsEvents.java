@@ -5,6 +5,7 @@ import dev.idem.IdempotencyException;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.Outcome;
+import dev.idem.internal.SafeListener;
 import java.time.Duration;
 import org.jspecify.annotations.Nullable;
 
@@ -15,14 +16,12 @@ import org.jspecify.annotations.Nullable;
  */
 final class NatsEvents {
     static final String SOURCE = "nats";
-    private static final System.Logger LOG = System.getLogger(NatsEvents.class.getName());
-
-    private final IdempotencyListener listener;
+    private final SafeListener listener;
     private final String namespace;
 
     /** @param namespace the durable consumer's name, under which keys are hashed for their log id */
     NatsEvents(IdempotencyListener listener, String namespace) {
-        this.listener = listener;
+        this.listener = new SafeListener(listener);
         this.namespace = namespace;
     }
 
@@ -44,20 +43,16 @@ final class NatsEvents {
     }
 
     private void emit(IdempotencyEvent.Type type, @Nullable String key, Outcome outcome, int attempt, String message) {
-        if (listener == IdempotencyListener.NONE) {
+        if (!listener.listens()) {
             return;
         }
-        try {
-            listener.onEvent(IdempotencyEvent.builder(type, namespace)
-                    .source(SOURCE)
-                    .outcome(outcome)
-                    .attempt(attempt)
-                    .keyLogId(logId(key))
-                    .message(message)
-                    .build());
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "listener failed on a " + type + " event; ignored", e);
-        }
+        listener.onEvent(IdempotencyEvent.builder(type, namespace)
+                .source(SOURCE)
+                .outcome(outcome)
+                .attempt(attempt)
+                .keyLogId(logId(key))
+                .message(message)
+                .build());
     }
 
     private String logId(@Nullable String key) {

@@ -10,6 +10,7 @@ import dev.idem.jdbc.OwnTransaction;
 import dev.idem.jdbc.StateMachineGuard;
 import dev.idem.jdbc.TransactionalHandler;
 import dev.idem.jdbc.UniqueRowGuard;
+import dev.idem.testsupport.PaymentBank;
 import io.nats.client.Connection;
 import java.nio.charset.StandardCharsets;
 import java.sql.PreparedStatement;
@@ -43,12 +44,12 @@ class CancelBeforeCreateTest {
     static final UniqueRowGuard NEW_ORDERS =
             UniqueRowGuard.builder().table("orders").uniqueKey("id").build();
 
-    static Bank bank;
+    static PaymentBank bank;
     static Connection nats;
 
     @BeforeAll
     static void setUp() {
-        bank = new Bank("NatsCancelBeforeCreateTest");
+        bank = new PaymentBank("NatsCancelBeforeCreateTest");
         bank.database().execute("CREATE TABLE orders (id VARCHAR(100) PRIMARY KEY, status VARCHAR(20) NOT NULL)");
         bank.database()
                 .execute("CREATE TABLE order_event (id SERIAL PRIMARY KEY, order_id VARCHAR(100), action VARCHAR(20))");

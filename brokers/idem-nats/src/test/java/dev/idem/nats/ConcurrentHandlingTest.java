@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
 import io.nats.client.Connection;
 import io.nats.client.JetStreamSubscription;
 import io.nats.client.Message;
@@ -36,12 +37,12 @@ class ConcurrentHandlingTest {
     /** How long the slow handler works: three AckWaits. */
     private static final Duration SLOW = ACK_WAIT.multipliedBy(3);
 
-    static Bank bank;
+    static PaymentBank bank;
     static Connection nats;
 
     @BeforeAll
     static void setUp() {
-        bank = new Bank("NatsConcurrentHandlingTest");
+        bank = new PaymentBank("NatsConcurrentHandlingTest");
         nats = NatsFixture.connect();
     }
 

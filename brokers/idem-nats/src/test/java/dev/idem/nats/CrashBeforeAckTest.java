@@ -7,6 +7,8 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
+import dev.idem.testsupport.PrivateServer;
 import io.nats.client.Connection;
 import io.nats.client.Nats;
 import io.nats.client.Options;
@@ -31,11 +33,11 @@ import org.junit.jupiter.api.Test;
 class CrashBeforeAckTest {
     private static final Duration ACK_WAIT = Duration.ofSeconds(1);
 
-    static Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new Bank("NatsCrashBeforeAckTest");
+        bank = new PaymentBank("NatsCrashBeforeAckTest");
     }
 
     @AfterAll
@@ -62,7 +64,7 @@ class CrashBeforeAckTest {
 
     @Test
     void serverRestartAfterCommit_beforeAck_redeliveredAfterAckWait_unguardedDebitsTwice_guardsOnce() throws Exception {
-        try (PrivateNats server = PrivateNats.start();
+        try (PrivateServer server = PrivateServer.nats();
                 Connection nats = unbufferedConnection(server.url());
                 NatsFixture.Streams streams = new NatsFixture.Streams(nats, "restartbeforeack")) {
             nats.jetStream().publish(NatsProducers.message(streams.subject("pay"), "pay-2", bytes("acc:100")));

@@ -5,6 +5,7 @@ import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.PaymentBank;
 import io.nats.client.Message;
 import java.nio.charset.StandardCharsets;
 
@@ -29,12 +30,12 @@ enum Debits {
     }
 
     /** A handler debiting {@code accountPrefix + account} for each message, guarded as this mode says. */
-    MessageHandler handler(Bank bank, String namespace, String accountPrefix) {
+    MessageHandler handler(PaymentBank bank, String namespace, String accountPrefix) {
         return handler(bank, namespace, accountPrefix, Hold.NONE);
     }
 
     /** The same, running {@code hold} before each debit. */
-    MessageHandler handler(Bank bank, String namespace, String accountPrefix, Hold hold) {
+    MessageHandler handler(PaymentBank bank, String namespace, String accountPrefix, Hold hold) {
         return switch (this) {
             case UNGUARDED ->
                 (key, message) -> {
@@ -62,7 +63,7 @@ enum Debits {
                     Debit d = Debit.of(message.getData(), accountPrefix);
                     return inbox.handle(Delivery.of(key), c -> {
                         hold.run(message);
-                        bank.debit(c, d.account, d.amount, key);
+                        PaymentBank.debit(c, d.account, d.amount, key);
                         return Outcome.processed();
                     });
                 };

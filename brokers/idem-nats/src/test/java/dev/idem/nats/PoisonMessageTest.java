@@ -307,6 +307,45 @@ class PoisonMessageTest {
         }
     }
 
+    /**
+     * A message near the server's {@code max_payload} leaves no room for the dead-letter headers next to its own: the
+     * dead letter drops the application headers and says so, and keeps the data (before: the client refused the copy
+     * at every delivery and the message went round for ever).
+     */
+    @Test
+    void rejectedMessageNearMaxPayload_deadLetteredWithItsData_withoutItsOwnHeaders() throws Exception {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "largemsg")) {
+            String durable = streams.durable("large", Duration.ofSeconds(5), -1);
+            byte[] data = new byte[(int) nats.getMaxPayload() - 800];
+            nats.jetStream()
+                    .publish(NatsMessage.builder()
+                            .subject(streams.subject("pay"))
+                            .headers(new Headers()
+                                    .put(NatsProducers.MSG_ID, "pay-1")
+                                    .put("Trace", "t".repeat(600)))
+                            .data(data)
+                            .build());
+            AtomicInteger calls = new AtomicInteger();
+            try (IdempotentNatsConsumer consumer = consumer(streams, durable, (key, message) -> {
+                calls.incrementAndGet();
+                return Outcome.rejected("amount must be positive");
+            })) {
+                await().atMost(Duration.ofSeconds(10))
+                        .until(() -> streams.deadLetters().size() == 1);
+                streams.awaitDone(durable);
+            }
+            MessageInfo dead = streams.deadLetters().get(0);
+            assertThat(dead.getHeaders().getFirst(IdempotentNatsConsumer.DLQ_REASON))
+                    .startsWith("amount must be positive")
+                    .contains("max_payload");
+            assertThat(dead.getHeaders().getFirst("Trace")).isNull();
+            assertThat(dead.getHeaders().getFirst(IdempotentNatsConsumer.DLQ_MSG_ID))
+                    .isEqualTo("pay-1");
+            assertThat(dead.getData()).hasSize(data.length);
+            assertThat(calls).hasValue(1);
+        }
+    }
+
     private static IdempotentNatsConsumer consumer(NatsFixture.Streams streams, String durable, MessageHandler handler)
             throws Exception {
         return IdempotentNatsConsumer.builder(nats)

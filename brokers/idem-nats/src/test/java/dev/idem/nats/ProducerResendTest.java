@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.PaymentBank;
 import io.nats.client.Connection;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamOptions;
@@ -36,12 +37,12 @@ class ProducerResendTest {
             .maxAttempts(50)
             .build();
 
-    static Bank bank;
+    static PaymentBank bank;
     static Connection nats;
 
     @BeforeAll
     static void setUp() {
-        bank = new Bank("NatsProducerResendTest");
+        bank = new PaymentBank("NatsProducerResendTest");
         nats = NatsFixture.connect();
     }
 
@@ -97,9 +98,11 @@ class ProducerResendTest {
             }
 
             assertThat(attempts).as("the first publish timed out").isGreaterThan(1);
-            assertThat(streams.stored()).as("warm-up and two copies").isEqualTo(3);
+            // Every publish that timed out while the client reconnected may be stored too (flushed on reconnect).
+            long copies = streams.stored() - 1;
+            assertThat(copies).as("copies of the payment besides the warm-up").isBetween(2L, (long) attempts);
             KeyExtractor businessKey = KeyExtractor.header(KEY_HEADER);
-            assertThat(debits(streams, Debits.UNGUARDED, businessKey)).isEqualTo(2);
+            assertThat(debits(streams, Debits.UNGUARDED, businessKey)).isEqualTo(copies);
             assertGuardsDebitOnce(streams, businessKey);
         }
     }

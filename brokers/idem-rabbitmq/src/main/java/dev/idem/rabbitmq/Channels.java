@@ -1,5 +1,6 @@
 package dev.idem.rabbitmq;
 
+import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import java.io.IOException;
 
@@ -13,6 +14,23 @@ final class Channels {
             channel.abort();
         } catch (IOException | RuntimeException e) {
             // already closed or the connection is gone: the broker requeues the deliveries either way
+        }
+    }
+
+    /**
+     * Whether a message with {@code properties} can be published on {@code channel}: the client refuses (with an
+     * {@code IllegalArgumentException}, after counting the publish for confirms) a content header larger than the
+     * connection's {@code frame_max}.
+     */
+    static boolean fitsInOneFrame(Channel channel, AMQP.BasicProperties properties, int bodyLength) {
+        int frameMax = channel.getConnection().getFrameMax();
+        if (frameMax == 0) {
+            return true;
+        }
+        try {
+            return properties.toFrame(channel.getChannelNumber(), bodyLength).size() <= frameMax;
+        } catch (IOException e) {
+            return false;
         }
     }
 }

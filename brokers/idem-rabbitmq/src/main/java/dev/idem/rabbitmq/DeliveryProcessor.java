@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -40,6 +41,11 @@ import org.jspecify.annotations.Nullable;
  * every unacked delivery on it to the work queue, and {@link #process} throws: the host reopens the channel after a
  * pause, so a topology that cannot take the copy does not turn into a redelivery loop without delay.
  *
+ * <p>A copy must fit in one frame ({@code frame_max}) with its headers: the reason is cut to 1,000 characters, a retry
+ * copy that would not fit is dead-lettered instead, and a dead letter that would not fit drops the message's own
+ * headers and says so in its reason. The attempt count is read from a header anyone can set: it is never taken as
+ * negative or beyond {@code Integer.MAX_VALUE - 1}.
+ *
  * <p>Hosting it in another container: consume with manual acks, call {@link #process} for each delivery on the
  * delivery's own channel, and never from two threads for one channel at a time. The channel is put in confirm mode
  * on first use if it is not. Immutable and thread-safe.
@@ -54,6 +60,11 @@ public final class DeliveryProcessor {
     public static final String DLQ_QUEUE = "idem-dlq-queue";
     public static final String DLQ_EXCHANGE = "idem-dlq-exchange";
     public static final String DLQ_ROUTING_KEY = "idem-dlq-routing-key";
+
+    private static final Set<String> DLQ_HEADERS =
+            Set.of(DLQ_REASON, DLQ_OUTCOME, DLQ_ATTEMPTS, DLQ_QUEUE, DLQ_EXCHANGE, DLQ_ROUTING_KEY);
+    /** A reason longer than this is cut: the whole content header of a copy must fit in one frame. */
+    private static final int MAX_REASON = 1_000;
 
     private static final System.Logger LOG = System.getLogger(DeliveryProcessor.class.getName());
 
@@ -149,6 +160,16 @@ public final class DeliveryProcessor {
                 .headers(headers)
                 .expiration(Long.toString(delay.toMillis()))
                 .build();
+        if (!Channels.fitsInOneFrame(channel, copy, message.getBody().length)) {
+            deadLetter(
+                    channel,
+                    message,
+                    key,
+                    outcome.withReason("no retry copy possible, its headers exceed the connection's frame_max; last: "
+                            + outcome.reason()),
+                    attempt);
+            return;
+        }
         publishThenAck(channel, message, "", topology.retryQueue(), copy, "retry copy");
         events.retryScheduled(key, outcome, attempt, delay, topology.retryQueue());
     }
@@ -173,7 +194,7 @@ public final class DeliveryProcessor {
     private void deadLetter(Channel channel, Delivery message, @Nullable String key, Outcome outcome, int attempt)
             throws IOException {
         Map<String, Object> headers = headersOf(message);
-        headers.put(DLQ_REASON, outcome.reason());
+        headers.put(DLQ_REASON, cut(outcome.reason()));
         headers.put(DLQ_OUTCOME, outcome.type().name());
         headers.put(DLQ_ATTEMPTS, attempt);
         headers.put(DLQ_QUEUE, topology.workQueue());
@@ -181,6 +202,17 @@ public final class DeliveryProcessor {
         headers.put(DLQ_ROUTING_KEY, message.getEnvelope().getRoutingKey());
         AMQP.BasicProperties copy =
                 copyOf(message.getProperties()).headers(headers).build();
+        if (!Channels.fitsInOneFrame(channel, copy, message.getBody().length)) {
+            Map<String, Object> ours = new HashMap<>(headers);
+            ours.keySet().retainAll(DLQ_HEADERS);
+            ours.put(
+                    DLQ_REASON,
+                    cut(outcome.reason()) + " (the message's own headers were dropped from this dead letter: with them"
+                            + " it exceeds the connection's frame_max of "
+                            + channel.getConnection().getFrameMax()
+                            + " bytes)");
+            copy = copyOf(message.getProperties()).headers(ours).build();
+        }
         publishThenAck(channel, message, topology.deadLetterExchange(), topology.workQueue(), copy, "dead letter");
         LOG.log(
                 System.Logger.Level.WARNING,
@@ -238,20 +270,29 @@ public final class DeliveryProcessor {
         }
     }
 
+    private static String cut(String reason) {
+        return reason.length() <= MAX_REASON ? reason : reason.substring(0, MAX_REASON) + "...";
+    }
+
     private static int failuresSoFar(Delivery message) {
         Map<String, Object> headers = message.getProperties().getHeaders();
         Object value = headers == null ? null : headers.get(ATTEMPTS_HEADER);
         if (value instanceof Number n) {
-            return Math.max(0, n.intValue());
+            return clampFailures(n.longValue());
         }
         if (value != null) {
             try {
-                return Math.max(0, Integer.parseInt(value.toString().trim()));
+                return clampFailures(Long.parseLong(value.toString().trim()));
             } catch (NumberFormatException e) {
                 return 0;
             }
         }
         return 0;
+    }
+
+    /** A count from a header anyone can set: never negative, and one more attempt must still be an int. */
+    private static int clampFailures(long failures) {
+        return (int) Math.max(0, Math.min(failures, Integer.MAX_VALUE - 1L));
     }
 
     /** The message's headers for a copy, without the quorum queue's {@code x-delivery-count} of this delivery. */

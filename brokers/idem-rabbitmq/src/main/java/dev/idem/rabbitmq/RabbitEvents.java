@@ -1,14 +1,12 @@
 package dev.idem.rabbitmq;
 
 import dev.idem.IdempotencyEvent;
+import dev.idem.IdempotencyException;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.Outcome;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
+import dev.idem.internal.SafeListener;
 import java.time.Duration;
-import java.util.HexFormat;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -17,13 +15,11 @@ import org.jspecify.annotations.Nullable;
  */
 final class RabbitEvents {
     static final String SOURCE = "rabbitmq";
-    private static final System.Logger LOG = System.getLogger(RabbitEvents.class.getName());
-
-    private final IdempotencyListener listener;
+    private final SafeListener listener;
     private final String queue;
 
     RabbitEvents(IdempotencyListener listener, String queue) {
-        this.listener = listener;
+        this.listener = new SafeListener(listener);
         this.queue = queue;
     }
 
@@ -45,30 +41,28 @@ final class RabbitEvents {
     }
 
     private void tell(IdempotencyEvent.Type type, @Nullable String key, Outcome outcome, int attempt, String message) {
-        if (listener == IdempotencyListener.NONE) {
+        if (!listener.listens()) {
             return;
         }
         IdempotencyEvent event = IdempotencyEvent.builder(type, queue)
                 .source(SOURCE)
                 .outcome(outcome)
                 .attempt(attempt)
-                .keyLogId(key == null || key.isBlank() ? "<invalid>" : logId(key))
+                .keyLogId(logId(key))
                 .message(message)
                 .build();
-        try {
-            listener.onEvent(event);
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "listener failed on " + type + "; ignored", e);
-        }
+        listener.onEvent(event);
     }
 
-    /** Like {@link IdempotencyKey#logId()}, with the queue for namespace: never the raw key. */
-    private String logId(String key) {
+    /** The key's {@link IdempotencyKey#logId()} under the queue's name: never the raw key. */
+    private String logId(@Nullable String key) {
+        if (key == null || key.isBlank()) {
+            return "<no key>";
+        }
         try {
-            byte[] hash = MessageDigest.getInstance("SHA-256").digest(key.getBytes(StandardCharsets.UTF_8));
-            return queue + '/' + HexFormat.of().formatHex(hash).substring(0, 12);
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+            return IdempotencyKey.of(queue, key).logId();
+        } catch (IdempotencyException e) { // a key or a queue name the core refuses: no hash to show
+            return "<invalid>";
         }
     }
 }

@@ -12,6 +12,7 @@ import dev.idem.jdbc.OwnTransaction;
 import dev.idem.jdbc.StateMachineGuard;
 import dev.idem.jdbc.TransactionalHandler;
 import dev.idem.jdbc.UniqueRowGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -41,11 +42,11 @@ class CancelBeforeCreateTest {
     static final UniqueRowGuard NEW_ORDERS =
             UniqueRowGuard.builder().table("orders").uniqueKey("id").build();
 
-    static RabbitFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RabbitFixture.Bank("RabbitCancelBeforeCreateTest");
+        bank = new PaymentBank("RabbitCancelBeforeCreateTest");
         bank.database().execute("CREATE TABLE orders (id VARCHAR(100) PRIMARY KEY, status VARCHAR(20) NOT NULL)");
         bank.database()
                 .execute("CREATE TABLE order_event (id SERIAL PRIMARY KEY, order_id VARCHAR(100), action VARCHAR(20))");

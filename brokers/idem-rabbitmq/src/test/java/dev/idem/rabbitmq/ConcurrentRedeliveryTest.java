@@ -8,6 +8,8 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.DebitGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -26,11 +28,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * the uncommitted mark).
  */
 class ConcurrentRedeliveryTest {
-    static RabbitFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RabbitFixture.Bank("ConcurrentRedeliveryTest");
+        bank = new PaymentBank("ConcurrentRedeliveryTest");
     }
 
     @AfterAll
@@ -47,8 +49,8 @@ class ConcurrentRedeliveryTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void firstConsumerCutOffWhileWorking_redeliveryMeetsFirstHoldingTheKey_isDuplicate(DebitGuard.Kind kind)
+    @EnumSource(GuardKind.class)
+    void firstConsumerCutOffWhileWorking_redeliveryMeetsFirstHoldingTheKey_isDuplicate(GuardKind kind)
             throws Exception {
         try (DebitGuard guard = kind.open(bank, "cutoff-" + kind)) {
             Result result = run(guard, kind.name());

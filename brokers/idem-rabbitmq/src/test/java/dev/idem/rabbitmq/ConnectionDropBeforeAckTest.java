@@ -8,6 +8,8 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.DebitGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -22,11 +24,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * unacked delivery and hands it out again ({@code redelivered=true}).
  */
 class ConnectionDropBeforeAckTest {
-    static RabbitFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RabbitFixture.Bank("ConnectionDropBeforeAckTest");
+        bank = new PaymentBank("ConnectionDropBeforeAckTest");
     }
 
     @AfterAll
@@ -42,8 +44,8 @@ class ConnectionDropBeforeAckTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void connectionDropsAfterDbCommit_beforeAck_guardedRedeliveryIsDuplicate(DebitGuard.Kind kind) throws Exception {
+    @EnumSource(GuardKind.class)
+    void connectionDropsAfterDbCommit_beforeAck_guardedRedeliveryIsDuplicate(GuardKind kind) throws Exception {
         try (DebitGuard guard = kind.open(bank, "drop-" + kind)) {
             Result result = run(guard, kind.name(), false);
             assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);
@@ -55,7 +57,7 @@ class ConnectionDropBeforeAckTest {
     @Test
     void connectionDropsAfterDbCommit_recoveringConnection_sameConsumerGetsItAgain_andAnswersDuplicate()
             throws Exception {
-        try (DebitGuard guard = DebitGuard.Kind.LEASE.open(bank, "drop-recover")) {
+        try (DebitGuard guard = GuardKind.LEASE.open(bank, "drop-recover")) {
             Result result = run(guard, "recover", true);
             assertThat(result.ledgerRows).isEqualTo(1);
             assertThat(result.outcomes).containsExactly(Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE);

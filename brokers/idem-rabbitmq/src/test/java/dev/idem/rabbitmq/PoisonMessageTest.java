@@ -15,6 +15,7 @@ import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.PaymentBank;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
@@ -29,11 +30,11 @@ import org.junit.jupiter.api.Test;
  * never acked as processed. The handler here debits and then finds the payment invalid.
  */
 class PoisonMessageTest {
-    static RabbitFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RabbitFixture.Bank("PoisonMessageTest");
+        bank = new PaymentBank("PoisonMessageTest");
     }
 
     @AfterAll
@@ -91,7 +92,7 @@ class PoisonMessageTest {
                     .retryPolicy(RabbitFixture.FAST_RETRY)
                     .handler((key, message) -> inbox.handle(Delivery.of(key), c -> {
                         handled.incrementAndGet();
-                        bank.debit(c, account, 100, key);
+                        PaymentBank.debit(c, account, 100, key);
                         throw new DeadLetterException("currency XYZ is not supported", null);
                     }))
                     .build()

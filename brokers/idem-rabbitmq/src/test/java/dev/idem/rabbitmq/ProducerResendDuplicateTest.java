@@ -8,6 +8,8 @@ import com.rabbitmq.client.Connection;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.DebitGuard;
+import dev.idem.testsupport.PaymentBank;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -24,11 +26,11 @@ import org.junit.jupiter.params.provider.EnumSource;
  * copies carry the message id the publisher fixed before the first publish.
  */
 class ProducerResendDuplicateTest {
-    static RabbitFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RabbitFixture.Bank("ProducerResendDuplicateTest");
+        bank = new PaymentBank("ProducerResendDuplicateTest");
     }
 
     @AfterAll
@@ -44,8 +46,8 @@ class ProducerResendDuplicateTest {
     }
 
     @ParameterizedTest(name = "{0}")
-    @EnumSource(DebitGuard.Kind.class)
-    void lostConfirm_publisherResends_guardedConsumerDebitsOnce(DebitGuard.Kind kind) throws Exception {
+    @EnumSource(GuardKind.class)
+    void lostConfirm_publisherResends_guardedConsumerDebitsOnce(GuardKind kind) throws Exception {
         try (DebitGuard guard = kind.open(bank, "resend-" + kind)) {
             Result result = run(guard, kind.name());
             assertThat(result.ledgerRows).as(kind + ": one debit").isEqualTo(1);

@@ -6,14 +6,10 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
 import dev.idem.RetryPolicy;
-import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.sql.PreparedStatement;
-import java.sql.ResultSet;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,8 +17,8 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * What the RabbitMQ proofs share: connections to the local server (or through a proxy), a topology with unique names
- * per test that is deleted afterwards, and a bank whose debit is NOT idempotent ({@code balance = balance - ?} plus a
- * ledger row), so that every duplicate effect shows as a second ledger row.
+ * per test that is deleted afterwards. The business effect is idem-test-support's {@link
+ * dev.idem.testsupport.PaymentBank}.
  */
 final class RabbitFixture {
     static final Duration WAIT = Duration.ofSeconds(60);
@@ -155,91 +151,5 @@ final class RabbitFixture {
 
     static String text(byte[] body) {
         return new String(body, StandardCharsets.UTF_8);
-    }
-
-    /**
-     * Accounts and a ledger in a database of the test fixture. {@link #debit} is deliberately not idempotent: each
-     * call takes the amount again and adds a ledger row.
-     */
-    static final class Bank implements AutoCloseable {
-        private final TestDatabase db;
-
-        Bank(String testName) {
-            this.db = TestDatabase.postgres(testName);
-            db.execute("CREATE TABLE account (id VARCHAR(100) PRIMARY KEY, balance BIGINT NOT NULL)");
-            db.execute("CREATE TABLE ledger (id SERIAL PRIMARY KEY, account_id VARCHAR(100) NOT NULL,"
-                    + " message_key VARCHAR(200) NOT NULL, amount BIGINT NOT NULL)");
-        }
-
-        void open(String account, long balance) {
-            db.execute("INSERT INTO account (id, balance) VALUES ('" + account + "', " + balance + ")");
-        }
-
-        /** {@code UPDATE account SET balance = balance - ?} and a ledger row, in a transaction of its own. */
-        void debit(String account, long amount, String messageKey) throws SQLException {
-            try (java.sql.Connection c = db.connection()) {
-                c.setAutoCommit(false);
-                try {
-                    debit(c, account, amount, messageKey);
-                    c.commit();
-                } catch (SQLException e) {
-                    c.rollback();
-                    throw e;
-                }
-            }
-        }
-
-        /** The same debit on {@code c}, in the caller's transaction. */
-        void debit(java.sql.Connection c, String account, long amount, String messageKey) throws SQLException {
-            try (PreparedStatement update =
-                            c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?");
-                    PreparedStatement insert = c.prepareStatement(
-                            "INSERT INTO ledger (account_id, message_key, amount) VALUES (?, ?, ?)")) {
-                update.setLong(1, amount);
-                update.setString(2, account);
-                if (update.executeUpdate() != 1) {
-                    throw new SQLException("no account " + account);
-                }
-                insert.setString(1, account);
-                insert.setString(2, messageKey);
-                insert.setLong(3, amount);
-                insert.executeUpdate();
-            }
-        }
-
-        long ledgerRows(String account) {
-            return queryLong("SELECT COUNT(*) FROM ledger WHERE account_id = ?", account);
-        }
-
-        long balance(String account) {
-            return queryLong("SELECT balance FROM account WHERE id = ?", account);
-        }
-
-        /** How many database sessions wait on a lock that the session {@code pid} holds. */
-        long sessionsBlockedBy(long pid) {
-            return queryLong("SELECT COUNT(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))", pid);
-        }
-
-        TestDatabase database() {
-            return db;
-        }
-
-        private long queryLong(String sql, Object arg) {
-            try (java.sql.Connection c = db.connection();
-                    PreparedStatement s = c.prepareStatement(sql)) {
-                s.setObject(1, arg);
-                try (ResultSet rs = s.executeQuery()) {
-                    rs.next();
-                    return rs.getLong(1);
-                }
-            } catch (SQLException e) {
-                throw new IllegalStateException(sql + " failed", e);
-            }
-        }
-
-        @Override
-        public void close() {
-            db.close();
-        }
     }
 }

@@ -4,6 +4,7 @@ import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.InvalidKeyException;
+import dev.idem.internal.SafeListener;
 import java.time.Clock;
 import java.time.Duration;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -19,12 +20,12 @@ final class Events {
     private static final System.Logger LOG = System.getLogger(Events.class.getName());
 
     private final String namespace;
-    private final IdempotencyListener listener;
+    private final SafeListener listener;
     private final Clock clock;
 
     Events(String namespace, IdempotencyListener listener, Clock clock) {
         this.namespace = namespace;
-        this.listener = listener;
+        this.listener = new SafeListener(listener);
         this.clock = clock;
     }
 
@@ -72,7 +73,7 @@ final class Events {
             @Nullable String key,
             @Nullable Decision decision,
             String text) {
-        if (listener == IdempotencyListener.NONE) {
+        if (!listener.listens()) {
             return;
         }
         IdempotencyEvent event = IdempotencyEvent.builder(type, namespace)
@@ -83,11 +84,7 @@ final class Events {
                 .time(clock.instant())
                 .message(text)
                 .build();
-        try {
-            listener.onEvent(event);
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "listener failed on " + type + "; ignored", e);
-        }
+        listener.onEvent(event);
     }
 
     private String logId(@Nullable String key) {

@@ -61,8 +61,19 @@ final class OrderlyListener implements MessageListenerOrderly {
         return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT;
     }
 
+    /**
+     * The count so far. A producer can set the property too: what is not a count reads as none, and the count stops
+     * one short of {@code Integer.MAX_VALUE}, so that the next attempt is still an int (and beyond any bound).
+     */
     private static int handlerAttempts(MessageExt message) {
         String attempts = message.getProperty(IdempotentRocketMQ.HANDLER_ATTEMPTS);
-        return attempts == null ? 0 : Integer.parseInt(attempts);
+        if (attempts == null) {
+            return 0;
+        }
+        try {
+            return (int) Math.max(0, Math.min(Long.parseLong(attempts.trim()), Integer.MAX_VALUE - 1L));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
     }
 }

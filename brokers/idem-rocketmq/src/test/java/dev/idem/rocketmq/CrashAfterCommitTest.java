@@ -4,6 +4,7 @@ import static dev.idem.rocketmq.RocketMQFixture.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.testsupport.PaymentBank;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -20,11 +21,11 @@ import org.junit.jupiter.api.Test;
  * shutdown()} persists the offset of the unfinished message, and the next consumer of the group gets it again.
  */
 class CrashAfterCommitTest {
-    static RocketMQFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RocketMQFixture.Bank("CrashAfterCommitTest");
+        bank = new PaymentBank("CrashAfterCommitTest");
     }
 
     @AfterAll

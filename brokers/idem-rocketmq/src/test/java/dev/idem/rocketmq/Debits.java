@@ -3,6 +3,7 @@ package dev.idem.rocketmq;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -16,11 +17,11 @@ import org.apache.rocketmq.common.message.MessageExt;
  * same scenario.
  */
 final class Debits {
-    private final RocketMQFixture.Bank bank;
+    private final PaymentBank bank;
     /** The msgIds of the deliveries that reached the handler. */
     final List<String> deliveries = new CopyOnWriteArrayList<>();
 
-    Debits(RocketMQFixture.Bank bank) {
+    Debits(PaymentBank bank) {
         this.bank = bank;
     }
 
@@ -52,7 +53,7 @@ final class Debits {
                     deliveries.add(message.getMsgId());
                     String[] debit = RocketMQFixture.body(message).split(":");
                     return inbox.handle(Delivery.of(key), connection -> {
-                        bank.debit(connection, debit[0], Long.parseLong(debit[1]), key);
+                        PaymentBank.debit(connection, debit[0], Long.parseLong(debit[1]), key);
                         return Outcome.processed();
                     });
                 })

@@ -4,6 +4,7 @@ import static dev.idem.rocketmq.RocketMQFixture.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.testsupport.PaymentBank;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
@@ -22,11 +23,11 @@ import org.junit.jupiter.api.Test;
  * copy with a new msgId. Each copy is consumed by a plain listener and by a guarded one (JDBC inbox on PostgreSQL).
  */
 class ProducerRetryDuplicateTest {
-    static RocketMQFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RocketMQFixture.Bank("ProducerRetryDuplicateTest");
+        bank = new PaymentBank("ProducerRetryDuplicateTest");
     }
 
     @AfterAll

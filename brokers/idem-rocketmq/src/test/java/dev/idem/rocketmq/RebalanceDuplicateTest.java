@@ -7,6 +7,7 @@ import static org.awaitility.Awaitility.await;
 import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
+import dev.idem.testsupport.PaymentBank;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -27,11 +28,11 @@ import org.junit.jupiter.api.Test;
  * handles the same message at the same time. The guard is a lease in a store both consumers share.
  */
 class RebalanceDuplicateTest {
-    static RocketMQFixture.Bank bank;
+    static PaymentBank bank;
 
     @BeforeAll
     static void setUp() {
-        bank = new RocketMQFixture.Bank("RebalanceDuplicateTest");
+        bank = new PaymentBank("RebalanceDuplicateTest");
     }
 
     @AfterAll

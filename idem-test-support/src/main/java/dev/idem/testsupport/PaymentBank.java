@@ -1,31 +1,33 @@
-package dev.idem.nats;
+package dev.idem.testsupport;
 
-import dev.idem.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 
 /**
- * Accounts and a ledger in a PostgreSQL schema of the test's own. {@link #debit} is deliberately not idempotent: each
- * call takes the amount again and adds a ledger row, so every duplicate effect shows as a second ledger row.
+ * The broker proofs' business effect: accounts and a ledger in a PostgreSQL schema of the test's own. {@link #debit}
+ * is deliberately not idempotent: each call takes the amount again and adds a ledger row, so that every duplicate
+ * effect shows as a second ledger row. A guard runs {@link #debit(Connection, String, long, String)} in its own
+ * transaction (an inbox), or {@link #debit(String, long, String)} inside its claim.
  */
-final class Bank implements AutoCloseable {
+public final class PaymentBank implements AutoCloseable {
     private final TestDatabase db;
 
-    Bank(String testName) {
+    /** A fresh schema for {@code testName} with the {@code account} and {@code ledger} tables. */
+    public PaymentBank(String testName) {
         this.db = TestDatabase.postgres(testName);
         db.execute("CREATE TABLE account (id VARCHAR(100) PRIMARY KEY, balance BIGINT NOT NULL)");
         db.execute("CREATE TABLE ledger (id SERIAL PRIMARY KEY, account_id VARCHAR(100) NOT NULL,"
                 + " message_key VARCHAR(200) NOT NULL, amount BIGINT NOT NULL)");
     }
 
-    void open(String account, long balance) {
+    public void open(String account, long balance) {
         db.execute("INSERT INTO account (id, balance) VALUES ('" + account + "', " + balance + ")");
     }
 
     /** {@code UPDATE account SET balance = balance - ?} and a ledger row, in a transaction of its own. */
-    void debit(String account, long amount, String messageKey) throws SQLException {
+    public void debit(String account, long amount, String messageKey) throws SQLException {
         try (Connection c = db.connection()) {
             c.setAutoCommit(false);
             try {
@@ -38,8 +40,8 @@ final class Bank implements AutoCloseable {
         }
     }
 
-    /** The same debit on {@code c}, in the caller's transaction. */
-    void debit(Connection c, String account, long amount, String messageKey) throws SQLException {
+    /** The same debit on {@code c}, in the caller's transaction (e.g. an inbox's). */
+    public static void debit(Connection c, String account, long amount, String messageKey) throws SQLException {
         try (PreparedStatement update = c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?");
                 PreparedStatement insert =
                         c.prepareStatement("INSERT INTO ledger (account_id, message_key, amount) VALUES (?, ?, ?)")) {
@@ -55,15 +57,20 @@ final class Bank implements AutoCloseable {
         }
     }
 
-    long ledgerRows(String account) {
+    public long ledgerRows(String account) {
         return queryLong("SELECT COUNT(*) FROM ledger WHERE account_id = ?", account);
     }
 
-    long balance(String account) {
+    public long balance(String account) {
         return queryLong("SELECT balance FROM account WHERE id = ?", account);
     }
 
-    TestDatabase database() {
+    /** How many database sessions wait on a lock that the session {@code pid} holds. */
+    public long sessionsBlockedBy(long pid) {
+        return queryLong("SELECT COUNT(*) FROM pg_stat_activity WHERE ?::int = ANY(pg_blocking_pids(pid))", pid);
+    }
+
+    public TestDatabase database() {
         return db;
     }
 

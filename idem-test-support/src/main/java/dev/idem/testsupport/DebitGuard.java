@@ -1,51 +1,47 @@
-package dev.idem.rabbitmq;
+package dev.idem.testsupport;
 
-import static dev.idem.rabbitmq.RabbitFixture.WAIT;
 import static org.awaitility.Awaitility.await;
 
-import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
-import dev.idem.jdbc.JdbcInbox;
 import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * The proofs' business effect, {@link RabbitFixture.Bank#debit}, as one guard runs it, so that each duplicate-cause
- * scenario is written once and runs with the unguarded baseline and with every {@link Kind} of guard.
+ * The broker proofs' business effect, {@link PaymentBank#debit}, as one guard runs it, so that each duplicate-cause
+ * scenario is written once and runs with the unguarded baseline, a lease guard ({@link #lease}) and a transactional
+ * inbox ({@link #inTransaction}: the broker tests pass their {@code JdbcInbox}, which this module cannot depend on).
  *
  * <p>A scenario that needs a real race passes a {@link Hold}: it runs while this copy holds the key (before the
  * debit) and can wait there until another copy of the key has met it. One instance per scenario and key.
  */
-abstract class DebitGuard implements AutoCloseable {
+public abstract class DebitGuard implements AutoCloseable {
 
-    /** The guards the duplicate-cause proofs run with. */
-    enum Kind {
-        /** {@link Guard} on an {@link InMemoryStore}: claim, debit, complete; a second copy meets IN_PROGRESS. */
-        LEASE,
-        /**
-         * {@link JdbcInbox}: the mark, the debit and the ledger row commit in one transaction on the inbox's
-         * connection; a second copy waits on the uncommitted mark, then answers DUPLICATE.
-         */
-        INBOX;
+    /**
+     * A guard that runs {@code work} in a database transaction of its own together with the key's mark, as {@code
+     * (key, work) -> jdbcInbox.handle(Delivery.of(key), work::run)}.
+     */
+    @FunctionalInterface
+    public interface Inbox {
+        Outcome handle(String key, Work work);
+    }
 
-        DebitGuard open(RabbitFixture.Bank bank, String namespace) {
-            return switch (this) {
-                case LEASE -> new Lease(bank, namespace);
-                case INBOX -> new Inbox(bank, namespace);
-            };
-        }
+    /** What an {@link Inbox} runs in its transaction. */
+    @FunctionalInterface
+    public interface Work {
+        Outcome run(Connection connection) throws Exception;
     }
 
     /** What a copy does while it holds the key, before the debit. */
     @FunctionalInterface
-    interface Hold {
+    public interface Hold {
         Hold NONE = claim -> {};
 
         void run(Claim claim) throws Exception;
@@ -53,36 +49,55 @@ abstract class DebitGuard implements AutoCloseable {
 
     /** The key as held by one copy. */
     @FunctionalInterface
-    interface Claim {
+    public interface Claim {
         /** Returns once another copy of the key has met this one: found it in progress, or waits on it. */
         void awaitContender() throws Exception;
     }
 
-    final RabbitFixture.Bank bank;
+    private static final Duration WAIT = Duration.ofSeconds(60);
+
+    private final PaymentBank bank;
     private final AtomicInteger contentions = new AtomicInteger();
 
-    private DebitGuard(RabbitFixture.Bank bank) {
+    private DebitGuard(PaymentBank bank) {
         this.bank = bank;
     }
 
     /** No guard: every copy debits. A copy's contender is any other copy that reaches the debit. */
-    static DebitGuard unguarded(RabbitFixture.Bank bank) {
+    public static DebitGuard unguarded(PaymentBank bank) {
         return new Unguarded(bank);
     }
 
-    /** Debits {@code amount} from {@code account} for the message {@code key}, as this guard allows. */
-    abstract Outcome debit(String key, String account, long amount, Hold hold) throws Exception;
+    /** {@link Guard} on an {@link InMemoryStore}: claim, debit, complete; a second copy meets IN_PROGRESS. */
+    public static DebitGuard lease(PaymentBank bank, String namespace) {
+        return new Lease(bank, namespace);
+    }
 
-    Outcome debit(String key, String account, long amount) throws Exception {
+    /**
+     * {@code inbox}: the mark, the debit and the ledger row commit in one transaction on the inbox's connection; a
+     * second copy waits on the uncommitted mark, then answers DUPLICATE.
+     */
+    public static DebitGuard inTransaction(PaymentBank bank, Inbox inbox) {
+        return new InTransaction(bank, inbox);
+    }
+
+    public PaymentBank bank() {
+        return bank;
+    }
+
+    /** Debits {@code amount} from {@code account} for the message {@code key}, as this guard allows. */
+    public abstract Outcome debit(String key, String account, long amount, Hold hold) throws Exception;
+
+    public Outcome debit(String key, String account, long amount) throws Exception {
         return debit(key, account, amount, Hold.NONE);
     }
 
     /** How many times a copy met another copy that held the key. */
-    int contentions() {
+    public int contentions() {
         return contentions.get();
     }
 
-    void contended() {
+    final void contended() {
         contentions.incrementAndGet();
     }
 
@@ -98,15 +113,15 @@ abstract class DebitGuard implements AutoCloseable {
     private static final class Unguarded extends DebitGuard {
         private final CountDownLatch twoCopies = new CountDownLatch(2);
 
-        Unguarded(RabbitFixture.Bank bank) {
+        Unguarded(PaymentBank bank) {
             super(bank);
         }
 
         @Override
-        Outcome debit(String key, String account, long amount, Hold hold) throws Exception {
+        public Outcome debit(String key, String account, long amount, Hold hold) throws Exception {
             twoCopies.countDown();
             hold.run(() -> awaitLatch(twoCopies, "no second copy of " + key + " reached the debit"));
-            bank.debit(account, amount, key);
+            bank().debit(account, amount, key);
             return Outcome.processed();
         }
     }
@@ -115,16 +130,16 @@ abstract class DebitGuard implements AutoCloseable {
         private final Guard guard;
         private final CountDownLatch metInProgress = new CountDownLatch(1);
 
-        Lease(RabbitFixture.Bank bank, String namespace) {
+        Lease(PaymentBank bank, String namespace) {
             super(bank);
             this.guard = Guard.of(InMemoryStore.create(), namespace);
         }
 
         @Override
-        Outcome debit(String key, String account, long amount, Hold hold) {
+        public Outcome debit(String key, String account, long amount, Hold hold) {
             Outcome outcome = guard.run(key, () -> {
                 hold.run(() -> awaitLatch(metInProgress, "no second copy of " + key + " met the claim"));
-                bank.debit(account, amount, key);
+                bank().debit(account, amount, key);
             });
             if (outcome.type() == Outcome.Type.IN_PROGRESS) {
                 contended();
@@ -139,22 +154,19 @@ abstract class DebitGuard implements AutoCloseable {
         }
     }
 
-    private static final class Inbox extends DebitGuard {
-        private final JdbcInbox inbox;
+    private static final class InTransaction extends DebitGuard {
+        private final Inbox inbox;
 
-        Inbox(RabbitFixture.Bank bank, String namespace) {
+        InTransaction(PaymentBank bank, Inbox inbox) {
             super(bank);
-            this.inbox = JdbcInbox.builder(bank.database().dataSource())
-                    .namespace(namespace)
-                    .createTableIfMissing(true)
-                    .build();
+            this.inbox = inbox;
         }
 
         @Override
-        Outcome debit(String key, String account, long amount, Hold hold) {
-            return inbox.handle(Delivery.of(key), connection -> {
+        public Outcome debit(String key, String account, long amount, Hold hold) {
+            return inbox.handle(key, connection -> {
                 hold.run(() -> awaitBlockedOn(connection));
-                bank.debit(connection, account, amount, key);
+                PaymentBank.debit(connection, account, amount, key);
                 return Outcome.processed();
             });
         }
@@ -167,7 +179,7 @@ abstract class DebitGuard implements AutoCloseable {
                 rs.next();
                 pid = rs.getLong(1);
             }
-            await().atMost(WAIT).until(() -> bank.sessionsBlockedBy(pid) > 0);
+            await().atMost(WAIT).until(() -> bank().sessionsBlockedBy(pid) > 0);
             contended();
         }
     }

@@ -21,7 +21,9 @@ module dev.idem.spring {
     requires static kafka.clients;
     requires static lettuce.core;
     requires static liquibase.core;
+    requires static micrometer.commons;
     requires static micrometer.core;
+    requires static micrometer.observation;
     requires static org.jspecify;
     requires static spring.boot.actuator;
     requires static spring.boot.actuator.autoconfigure;

@@ -4,6 +4,7 @@ import dev.idem.ConfigurationException;
 import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.Outcome;
+import dev.idem.jdbc.JdbcInbox;
 import java.lang.reflect.Method;
 import java.lang.reflect.UndeclaredThrowableException;
 import java.sql.Connection;
@@ -11,6 +12,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -28,11 +30,17 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  */
 final class IdempotentInterceptor implements MethodInterceptor {
     private final IdempotentGuards guards;
+    private final IdempotentObserver observer;
     private final Function<Method, IdempotentMethod> parse;
     private final Map<Method, IdempotentMethod> methods = new ConcurrentHashMap<>();
 
-    IdempotentInterceptor(IdempotentGuards guards, @Nullable String defaultNamespace, ResultCodec codec) {
+    IdempotentInterceptor(
+            IdempotentGuards guards,
+            IdempotentObserver observer,
+            @Nullable String defaultNamespace,
+            ResultCodec codec) {
         this.guards = guards;
+        this.observer = observer;
         this.parse = method -> new IdempotentMethod(
                 method,
                 Objects.requireNonNull(AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class)),
@@ -56,8 +64,32 @@ final class IdempotentInterceptor implements MethodInterceptor {
                     Outcome.rejected("the key or fingerprint expression failed on this message: " + e.getMessage(), e));
         }
         Call call = new Call(invocation, m.codec());
-        Outcome outcome = inTransaction() ? joined(m, key, fingerprint, call) : leased(m, key, fingerprint, call);
-        return call.answer(m, outcome);
+        if (inTransaction()) {
+            JdbcInbox inbox = guards.inbox(m.namespace());
+            return observed(m, "inbox", inbox.describe(), call, () -> joined(inbox, key, fingerprint, call));
+        }
+        Guard guard = leaseGuard(m);
+        return observed(
+                m,
+                "lease",
+                guards.leaseStoreDescription(),
+                call,
+                () -> guard.handle(Delivery.of(key, fingerprint), ctx -> call.run()));
+    }
+
+    private @Nullable Object observed(
+            IdempotentMethod m, String guardKind, String store, Call call, Supplier<Outcome> guarded) throws Throwable {
+        IdempotentObserver.Handling handling = observer.start(m.namespace(), guardKind, store);
+        try {
+            Outcome outcome = guarded.get();
+            handling.outcome(outcome);
+            return call.answer(m, outcome);
+        } catch (Throwable t) {
+            handling.error(t);
+            throw t;
+        } finally {
+            handling.stop();
+        }
     }
 
     private boolean inTransaction() {
@@ -67,17 +99,17 @@ final class IdempotentInterceptor implements MethodInterceptor {
                 && TransactionSynchronizationManager.hasResource(ds);
     }
 
-    private Outcome joined(IdempotentMethod m, String key, @Nullable String fingerprint, Call call) {
+    private Outcome joined(JdbcInbox inbox, String key, @Nullable String fingerprint, Call call) {
         DataSource ds = Objects.requireNonNull(guards.dataSource(), "a joined call needs the application's DataSource");
         Connection connection = DataSourceUtils.getConnection(ds);
         try {
-            return guards.inbox(m.namespace()).handle(connection, key, fingerprint, c -> call.run());
+            return inbox.handle(connection, key, fingerprint, c -> call.run());
         } finally {
             DataSourceUtils.releaseConnection(connection, ds);
         }
     }
 
-    private Outcome leased(IdempotentMethod m, String key, @Nullable String fingerprint, Call call) {
+    private Guard leaseGuard(IdempotentMethod m) {
         Guard guard = guards.guard(m.namespace());
         if (guard == null) {
             throw new ConfigurationException("@Idempotent method in namespace '" + m.namespace()
@@ -85,7 +117,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
                     + " store: call it inside @Transactional, or configure idem.redis.uri (or a Redis connection),"
                     + " or enable the database lease store (idem.jdbc.lease-store=true)");
         }
-        return guard.handle(Delivery.of(key, fingerprint), ctx -> call.run());
+        return guard;
     }
 
     /** One invocation of the method: runs it at most once and remembers what it returned or threw. */

@@ -57,7 +57,7 @@ final class Strategies {
         return new Base(id, "transactional dedup record (JdbcInbox, table " + table + ")", true, db) {
             @Override
             public Outcome handle(Delivery d) {
-                return inbox.handle(d.event().key(), null, connection -> {
+                return inbox.handle(dev.idem.Delivery.of(d.event().key()), connection -> {
                     d.insideEffect();
                     return book.apply(connection, d.event());
                 });

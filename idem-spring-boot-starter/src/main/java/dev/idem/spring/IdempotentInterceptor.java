@@ -103,7 +103,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
         DataSource ds = Objects.requireNonNull(guards.dataSource(), "a joined call needs the application's DataSource");
         Connection connection = DataSourceUtils.getConnection(ds);
         try {
-            return inbox.handle(connection, key, fingerprint, c -> call.run());
+            return inbox.handle(connection, Delivery.of(key, fingerprint), c -> call.run());
         } finally {
             DataSourceUtils.releaseConnection(connection, ds);
         }

@@ -3,6 +3,7 @@ package dev.idem.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.spring.app.Ledger;
 import dev.idem.spring.app.Notifier;
@@ -174,7 +175,7 @@ abstract class PaymentsAppContract {
         try (Connection holder = dataSource.getConnection()) {
             holder.setAutoCommit(false);
             // Another consumer's uncommitted copy of the same payment holds the key's mark.
-            guards.inbox("payments").handle(holder, id, null, c -> Outcome.processed());
+            guards.inbox("payments").handle(holder, Delivery.of(id), c -> Outcome.processed());
             int before = outcomes.count("payments", Outcome.Type.IN_PROGRESS);
             send(topic(), id, "amount=3");
             await().atMost(Duration.ofSeconds(30))

@@ -2,9 +2,9 @@ package dev.idem.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -68,25 +68,21 @@ class BatchModeTest {
                 .batchHandler(
                         batch -> {
                             batchSizes.add(batch.size());
-                            List<JdbcInbox.Delivery> deliveries = new ArrayList<>();
-                            for (KeyedRecord<String, String> r : batch) {
-                                deliveries.add(new JdbcInbox.Delivery(r.key(), null, c -> {
-                                    boolean firstRunOfPay17 = r.key().equals("pay-17")
-                                            && runs.computeIfAbsent(r.key(), k -> new AtomicInteger())
-                                                            .incrementAndGet()
-                                                    == 1;
-                                    if (firstRunOfPay17) {
-                                        throw new IllegalStateException("payment service timed out");
-                                    }
-                                    bank.debit(
-                                            c,
-                                            account,
-                                            Long.parseLong(r.record().value()),
-                                            r.key());
-                                    return Outcome.processed();
-                                }));
-                            }
-                            return inbox.handleBatch(deliveries);
+                            List<Delivery> deliveries = batch.stream()
+                                    .map(r -> Delivery.of(r.key()))
+                                    .toList();
+                            return inbox.handleBatch(deliveries, dev.idem.jdbc.BatchHandler.eachOf(i -> c -> {
+                                KeyedRecord<String, String> r = batch.get(i);
+                                boolean firstRunOfPay17 = r.key().equals("pay-17")
+                                        && runs.computeIfAbsent(r.key(), k -> new AtomicInteger())
+                                                        .incrementAndGet()
+                                                == 1;
+                                if (firstRunOfPay17) {
+                                    throw new IllegalStateException("payment service timed out");
+                                }
+                                bank.debit(c, account, Long.parseLong(r.record().value()), r.key());
+                                return Outcome.processed();
+                            }));
                         },
                         100)
                 .build()

@@ -2,6 +2,7 @@ package dev.idem.kafka;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
 import java.io.PrintStream;
@@ -46,7 +47,7 @@ final class KillNineConsumer {
                     .workers(2)
                     .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
                     .retryPolicy(KafkaFixture.FAST_RETRY)
-                    .handler((key, record) -> inbox.handle(key, null, c -> {
+                    .handler((key, record) -> inbox.handle(Delivery.of(key), c -> {
                         String[] debit = record.value().split(":");
                         out.println("TX " + key);
                         if (ThreadLocalRandom.current().nextInt(10) == 0) {

@@ -2,14 +2,19 @@ package dev.idem.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.Delivery;
+import dev.idem.Fingerprint;
 import dev.idem.Guard;
 import dev.idem.InMemoryStore;
+import dev.idem.Outcome;
+import dev.idem.jdbc.JdbcInbox;
 import dev.idem.testsupport.ReadmeSnippets;
 import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
+import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -57,6 +62,52 @@ class ReadmeKafkaExampleTest {
         assertThat(charged).containsExactly("charge 25");
         ReadmeSnippets.assertShown(SOURCE, "kafka-producer");
         ReadmeSnippets.assertShown(SOURCE, "kafka-consumer");
+    }
+
+    @Test
+    void readmeInboxConsumerExample_debitsOnce_andIsShownVerbatim() throws Exception {
+        String bootstrap = KafkaFixture.kafka().bootstrapServers();
+        String paymentsTopic = KafkaFixture.topic("readme-inbox", 1);
+        String group = paymentsTopic + "-group";
+        String account = paymentsTopic + "-acc";
+        try (KafkaFixture.Bank bank = new KafkaFixture.Bank("ReadmeKafkaExampleTest")) {
+            bank.open(account, 100);
+            DataSource dataSource = bank.database().dataSource();
+            JdbcInbox.builder(dataSource)
+                    .namespace("setup")
+                    .createTableIfMissing(true)
+                    .build();
+            try (var producer = KafkaFixture.producer()) {
+                ProducerRecord<String, String> record = new ProducerRecord<>(paymentsTopic, "25");
+                KafkaProducers.withKey(record, "10086:PAY");
+                producer.send(record);
+                producer.send(record); // a resend: the same key
+            }
+
+            // readme:kafka-inbox begin
+            JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace(group).build(); // the marks live with your data
+            var consumer = IdempotentKafkaConsumer.builder(
+                            Map.of("bootstrap.servers", bootstrap, "group.id", group, "auto.offset.reset", "earliest"))
+                    .topics(paymentsTopic) // dead letters go to <topic>-dlt, checked at start()
+                    .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
+                    .handler((key, record) -> inbox.handle(Delivery.of(key, Fingerprint.of(record.value())), c -> {
+                        try (var debit = c.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?")) {
+                            debit.setLong(1, Long.parseLong(record.value()));
+                            debit.setString(2, account);
+                            debit.executeUpdate(); // same transaction as the dedup mark
+                        }
+                        return Outcome.processed(); // PROCESSED/DUPLICATE commit; anything else rolls back
+                    }))
+                    .workers(4) // partitions in parallel, order kept within each
+                    .build()
+                    .start(); // consumer.close() on shutdown: finishes the records in hand, commits, closes
+            // readme:kafka-inbox end
+
+            KafkaFixture.awaitAllCommitted(group, paymentsTopic);
+            consumer.close();
+            assertThat(bank.balance(account)).isEqualTo(75);
+        }
+        ReadmeSnippets.assertShown(SOURCE, "kafka-inbox");
     }
 
     private void chargeCustomer(String payment) {

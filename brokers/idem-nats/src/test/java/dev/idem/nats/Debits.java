@@ -1,5 +1,6 @@
 package dev.idem.nats;
 
+import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
@@ -59,7 +60,7 @@ enum Debits {
                         .build();
                 yield (key, message) -> {
                     Debit d = Debit.of(message.getData(), accountPrefix);
-                    return inbox.handle(key, null, c -> {
+                    return inbox.handle(Delivery.of(key), c -> {
                         hold.run(message);
                         bank.debit(c, d.account, d.amount, key);
                         return Outcome.processed();

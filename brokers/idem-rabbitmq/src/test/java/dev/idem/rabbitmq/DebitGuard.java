@@ -3,6 +3,7 @@ package dev.idem.rabbitmq;
 import static dev.idem.rabbitmq.RabbitFixture.WAIT;
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
@@ -151,7 +152,7 @@ abstract class DebitGuard implements AutoCloseable {
 
         @Override
         Outcome debit(String key, String account, long amount, Hold hold) {
-            return inbox.handle(key, null, connection -> {
+            return inbox.handle(Delivery.of(key), connection -> {
                 hold.run(() -> awaitBlockedOn(connection));
                 bank.debit(connection, account, amount, key);
                 return Outcome.processed();

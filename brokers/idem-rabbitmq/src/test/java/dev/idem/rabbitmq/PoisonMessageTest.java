@@ -11,6 +11,7 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.GetResponse;
 import dev.idem.DeadLetterException;
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.jdbc.JdbcInbox;
@@ -88,7 +89,7 @@ class PoisonMessageTest {
             AtomicInteger handled = new AtomicInteger();
             try (var consumer = IdempotentRabbitConsumer.builder(connection, queues.topology)
                     .retryPolicy(RabbitFixture.FAST_RETRY)
-                    .handler((key, message) -> inbox.handle(key, null, c -> {
+                    .handler((key, message) -> inbox.handle(Delivery.of(key), c -> {
                         handled.incrementAndGet();
                         bank.debit(c, account, 100, key);
                         throw new DeadLetterException("currency XYZ is not supported", null);

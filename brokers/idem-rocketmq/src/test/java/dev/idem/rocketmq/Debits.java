@@ -1,5 +1,6 @@
 package dev.idem.rocketmq;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
 import java.util.List;
@@ -50,7 +51,7 @@ final class Debits {
                 .handler((key, message) -> {
                     deliveries.add(message.getMsgId());
                     String[] debit = RocketMQFixture.body(message).split(":");
-                    return inbox.handle(key, null, connection -> {
+                    return inbox.handle(Delivery.of(key), connection -> {
                         bank.debit(connection, debit[0], Long.parseLong(debit[1]), key);
                         return Outcome.processed();
                     });

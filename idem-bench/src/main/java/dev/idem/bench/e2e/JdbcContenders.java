@@ -1,6 +1,7 @@
 package dev.idem.bench.e2e;
 
 import dev.idem.Guard;
+import dev.idem.HandlingContext;
 import dev.idem.Outcome;
 import dev.idem.StateMachine;
 import dev.idem.bench.e2e.Contender.Answer;
@@ -160,7 +161,7 @@ final class JdbcContenders {
                     .build();
             return batch -> {
                 Delivery d = batch.get(0);
-                Outcome outcome = inbox.handle(d.key(), null, c -> {
+                Outcome outcome = inbox.handle(dev.idem.Delivery.of(d.key()), c -> {
                     bank.debit(c, d);
                     return Outcome.processed();
                 });
@@ -185,14 +186,19 @@ final class JdbcContenders {
                             .createTableIfMissing(true)
                             .build();
                     return batch -> {
-                        List<JdbcInbox.Delivery> deliveries = new ArrayList<>(batch.size());
-                        for (Delivery d : batch) {
-                            deliveries.add(new JdbcInbox.Delivery(d.key(), null, c -> {
-                                bank.debit(c, d);
-                                return Outcome.processed();
-                            }));
-                        }
-                        List<Outcome> outcomes = inbox.handleBatch(deliveries);
+                        List<dev.idem.Delivery> deliveries = batch.stream()
+                                .map(d -> dev.idem.Delivery.of(d.key()))
+                                .toList();
+                        List<Outcome> outcomes = inbox.handleBatch(deliveries, (c, fresh) -> {
+                            List<Delivery> debits = new ArrayList<>(fresh.size());
+                            for (HandlingContext context : fresh) {
+                                Delivery d = batch.get(context.index());
+                                bank.failIfAsked(c, d);
+                                debits.add(d);
+                            }
+                            bank.debitAll(c, debits);
+                            return Collections.nCopies(fresh.size(), Outcome.processed());
+                        });
                         List<Answer> answers = new ArrayList<>(batch.size());
                         for (int i = 0; i < batch.size(); i++) {
                             if (outcomes.get(i).type() == Outcome.Type.PROCESSED) {

@@ -1,11 +1,11 @@
 package dev.idem.bench.kafka;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
 import dev.idem.kafka.IdempotentKafkaConsumer;
 import dev.idem.kafka.KafkaProducers;
 import dev.idem.kafka.KeyExtractor;
-import dev.idem.kafka.KeyedRecord;
 import dev.idem.testsupport.EmbeddedKafka;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
@@ -14,6 +14,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
@@ -259,21 +260,23 @@ public final class KafkaRunnerBenchmark {
         if (batch) {
             builder.batchHandler(
                     records1 -> {
-                        List<JdbcInbox.Delivery> deliveries = new ArrayList<>(records1.size());
-                        for (KeyedRecord<String, String> r : records1) {
-                            deliveries.add(new JdbcInbox.Delivery(r.key(), null, c -> {
-                                debit(c, r.key());
-                                return Outcome.processed();
-                            }));
-                        }
-                        List<Outcome> outcomes = inbox.handleBatch(deliveries);
+                        List<Delivery> deliveries =
+                                records1.stream().map(r -> Delivery.of(r.key())).toList();
+                        List<Outcome> outcomes = inbox.handleBatch(deliveries, (c, fresh) -> {
+                            debitAll(
+                                    c,
+                                    fresh.stream()
+                                            .map(context -> context.delivery().key())
+                                            .toList());
+                            return Collections.nCopies(fresh.size(), Outcome.processed());
+                        });
                         clock.record(records1.size());
                         return outcomes;
                     },
                     500);
         } else {
             builder.handler((key, record) -> {
-                Outcome outcome = inbox.handle(key, null, c -> {
+                Outcome outcome = inbox.handle(Delivery.of(key), c -> {
                     debit(c, key);
                     return Outcome.processed();
                 });
@@ -285,6 +288,22 @@ public final class KafkaRunnerBenchmark {
             awaitHandled(clock::handled, records);
         }
         return clock.perSecond();
+    }
+
+    /** The business writes of a batch, sent as JDBC batches. */
+    private static void debitAll(Connection c, List<String> keys) throws SQLException {
+        try (PreparedStatement update =
+                        c.prepareStatement("UPDATE account SET balance = balance - 1 WHERE id = 'acc'");
+                PreparedStatement insert = c.prepareStatement(
+                        "INSERT INTO ledger (account_id, message_key, amount) VALUES ('acc', ?, 1)")) {
+            for (String key : keys) {
+                update.addBatch();
+                insert.setString(1, key);
+                insert.addBatch();
+            }
+            update.executeBatch();
+            insert.executeBatch();
+        }
     }
 
     private static void debit(Connection c, String key) throws SQLException {

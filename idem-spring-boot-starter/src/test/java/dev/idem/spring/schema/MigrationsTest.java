@@ -2,6 +2,7 @@ package dev.idem.spring.schema;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
 import dev.idem.testsupport.TestDatabase;
@@ -55,9 +56,11 @@ class MigrationsTest {
 
             JdbcInbox inbox =
                     JdbcInbox.builder(migrated.dataSource()).namespace("orders").build();
-            assertThat(inbox.handle("o-1", null, c -> Outcome.processed()).type())
+            assertThat(inbox.handle(Delivery.of("o-1"), c -> Outcome.processed())
+                            .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
-            assertThat(inbox.handle("o-1", null, c -> Outcome.processed()).type())
+            assertThat(inbox.handle(Delivery.of("o-1"), c -> Outcome.processed())
+                            .type())
                     .isEqualTo(Outcome.Type.DUPLICATE);
         }
     }

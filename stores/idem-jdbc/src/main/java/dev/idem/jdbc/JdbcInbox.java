@@ -1,7 +1,9 @@
 package dev.idem.jdbc;
 
 import dev.idem.ConfigurationException;
+import dev.idem.Delivery;
 import dev.idem.Fingerprint;
+import dev.idem.HandlingContext;
 import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
@@ -37,7 +39,7 @@ import org.jspecify.annotations.Nullable;
  *
  * <pre>{@code
  * JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace("payments").build();
- * Outcome outcome = inbox.handle(message.key(), Fingerprint.of(message.body()), connection -> {
+ * Outcome outcome = inbox.handle(Delivery.of(message.key(), Fingerprint.of(message.body())), connection -> {
  *     debit(connection, message);                 // same connection, same transaction as the mark
  *     return Outcome.processed();
  * });
@@ -45,7 +47,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p>How one handling runs: insert the key's mark with a conflict-free insert ({@code ON CONFLICT DO NOTHING} on
  * PostgreSQL, {@code INSERT IGNORE} on MariaDB/MySQL, a plain insert on H2, where a unique violation does not abort
- * the transaction). If it was inserted, run the handler on the same connection; {@code PROCESSED} and {@code
+ * the transaction). If it was inserted, run the handler on the same connection (a {@link BatchHandler} gets all the
+ * new deliveries of a batch at once); {@code PROCESSED} and {@code
  * DUPLICATE} commit both, any other outcome or an exception rolls both back. If the key was taken: {@code DUPLICATE}
  * (with the stored result), or {@code REJECTED} when the stored payload fingerprint differs. A duplicate whose first
  * copy is still uncommitted waits on the key and then sees {@code DUPLICATE} (first committed) or runs (first rolled
@@ -59,14 +62,6 @@ import org.jspecify.annotations.Nullable;
  * <p>Immutable and thread-safe. Does not own the {@link DataSource}.
  */
 public final class JdbcInbox {
-
-    /** One message of a batch: its key, its payload fingerprint (or null), its handler. */
-    public record Delivery(String key, @Nullable String fingerprint, TransactionalHandler handler) {
-        public Delivery {
-            Objects.requireNonNull(key, "key");
-            Objects.requireNonNull(handler, "handler");
-        }
-    }
 
     private final DataSource dataSource;
     private final Sql sql;
@@ -107,24 +102,33 @@ public final class JdbcInbox {
      * Handles one message in a transaction of its own, borrowed from the data source: commits the mark and the
      * handler's writes together, or rolls both back. Never throws for a message-level problem.
      */
-    public Outcome handle(String key, @Nullable String fingerprint, TransactionalHandler handler) {
-        return handleBatch(List.of(new Delivery(key, fingerprint, handler))).get(0);
+    public Outcome handle(Delivery delivery, TransactionalHandler handler) {
+        Objects.requireNonNull(handler, "handler");
+        return handleBatch(List.of(delivery), BatchHandler.eachOf(index -> handler))
+                .get(0);
     }
 
     /**
      * Handles a batch in one transaction: one multi-row insert claims every key (in key order, so concurrent batches
-     * do not deadlock on marks; {@code RETURNING} on PostgreSQL and MariaDB), the handlers of the new keys run in
-     * input order without savepoints, and one commit ends it. A handler that does not end final rolls the transaction
-     * back and keeps its outcome; the rest of the batch runs again without it (no extra round trip in the common
-     * case, one rerun per unfinished handler). Returns one outcome per delivery, in input order. A key repeated within the batch runs once;
-     * its later copies answer {@code DUPLICATE} if the first was applied, else {@code IN_PROGRESS}. A lock-wait
-     * timeout on a mark ends the whole batch {@code IN_PROGRESS}; a deadlock reruns the whole batch.
+     * do not deadlock on marks; {@code RETURNING} on PostgreSQL and MariaDB), {@code handler} gets every new delivery
+     * at once on the same connection, and one commit ends it. Duplicates are answered without the handler. An outcome
+     * that is not final rolls the transaction back and is kept; the rest of the batch runs again without that
+     * delivery. A handler that throws: the batch is split in halves, each run on its own, until the delivery that
+     * makes it throw runs alone and ends {@link Outcome#ofException}; the others commit. Returns one outcome per
+     * delivery, in input order. A key repeated within the batch runs once; its later copies answer {@code DUPLICATE}
+     * if the first was applied, else {@code IN_PROGRESS}. A lock-wait timeout on a mark ends the whole batch {@code
+     * IN_PROGRESS}; a deadlock reruns the whole batch.
      */
-    public List<Outcome> handleBatch(List<Delivery> deliveries) {
+    public List<Outcome> handleBatch(List<Delivery> deliveries, BatchHandler handler) {
+        Objects.requireNonNull(handler, "handler");
+        return run(deliveries, work -> runOwned(work, handler));
+    }
+
+    private List<Outcome> run(List<Delivery> deliveries, Runner runner) {
         long start = System.nanoTime();
         Outcome[] outcomes = new Outcome[deliveries.size()];
         Map<String, Pending> pending = group(deliveries, outcomes);
-        settle(new ArrayList<>(pending.values()));
+        settle(new ArrayList<>(pending.values()), runner);
         for (Pending p : pending.values()) {
             outcomes[p.firstIndex] = p.outcome;
             for (int i : p.laterIndexes) {
@@ -137,17 +141,23 @@ public final class JdbcInbox {
         return List.of(outcomes);
     }
 
+    /** One attempt at a batch's work: in an owned transaction, or under a savepoint of the caller's. */
+    @FunctionalInterface
+    private interface Runner {
+        Attempt run(List<Pending> work);
+    }
+
     /**
-     * Runs {@code work} in owned transactions until each has its outcome: a handler that does not end final is left
-     * out of the next run; a deadlock reruns the rest; a commit the database refuses splits the work in halves, each
-     * run on its own, so that the one message the database refuses ends {@code FAILED} and the others commit.
+     * Runs {@code work} until each has its outcome: a delivery that does not end final is left out of the next run; a
+     * deadlock reruns the rest; a commit the database refuses, or a handler that throws, splits the work in halves,
+     * each run on its own, so that the one message at fault ends {@code FAILED} and the others commit.
      */
-    private void settle(List<Pending> work) {
+    private void settle(List<Pending> work, Runner runner) {
         for (int deadlocks = 0; !work.isEmpty(); ) {
             work.forEach(Pending::reset);
-            Attempt attempt = runOwned(work);
-            if (attempt.unfinished() != null) {
-                work.remove(attempt.unfinished());
+            Attempt attempt = runner.run(work);
+            if (!attempt.unfinished().isEmpty()) {
+                work.removeAll(attempt.unfinished());
             } else if (attempt.failure() == null) {
                 return;
             } else if (attempt.failure() == RETRY) {
@@ -156,15 +166,15 @@ public final class JdbcInbox {
                     work.forEach(p -> p.outcome = persisted);
                     return;
                 }
-            } else if (attempt.failure() == REFUSED && work.size() > 1) {
+            } else if (attempt.failure() == SPLIT && work.size() > 1) {
                 int half = work.size() / 2;
-                settle(new ArrayList<>(work.subList(0, half)));
-                settle(new ArrayList<>(work.subList(half, work.size())));
+                settle(new ArrayList<>(work.subList(0, half)), runner);
+                settle(new ArrayList<>(work.subList(half, work.size())), runner);
                 return;
             } else {
-                Outcome refusal = attempt.refusal();
-                Outcome answer = attempt.failure() == REFUSED && refusal != null
-                        ? refusal
+                Outcome blamed = attempt.blamed();
+                Outcome answer = attempt.failure() == SPLIT && blamed != null
+                        ? blamed
                         : Objects.requireNonNull(attempt.failure());
                 work.forEach(p -> p.outcome = answer);
                 return;
@@ -175,37 +185,49 @@ public final class JdbcInbox {
     /** Marks a deadlock to retry; never handed to a caller. */
     private static final Outcome RETRY = Outcome.inProgress("retry", null);
 
-    /** Marks a commit the database refused; never handed to a caller ({@link Attempt#refusal()} is). */
-    private static final Outcome REFUSED = Outcome.failed("refused", null);
+    /**
+     * Marks an attempt that failed because of one of its messages, not known which (a commit the database refused, a
+     * handler that threw): the work is split to find it. Never handed to a caller ({@link Attempt#blamed()} is).
+     */
+    private static final Outcome SPLIT = Outcome.failed("split", null);
 
     /**
-     * How one transaction ended: committed (all null), rolled back because a handler did not end final ({@code
-     * unfinished}, whose outcome is set; the others run again without it), or failed ({@code failure}; for {@link
-     * #REFUSED}, {@code refusal} is the outcome to report).
+     * How one attempt ended: applied (nothing unfinished, no failure), rolled back because some deliveries did not
+     * end final ({@code unfinished}, whose outcomes are set; the others run again without them), or failed ({@code
+     * failure}; for {@link #SPLIT}, {@code blamed} is the outcome of the one message at fault once it runs alone).
      */
     private record Attempt(
-            @Nullable Pending unfinished,
+            List<Pending> unfinished,
             @Nullable Outcome failure,
-            @Nullable Outcome refusal) {
-        static final Attempt COMMITTED = new Attempt(null, null, null);
+            @Nullable Outcome blamed) {
+        static final Attempt APPLIED = new Attempt(List.of(), null, null);
 
         static Attempt failed(Outcome failure) {
-            return new Attempt(null, failure, null);
+            return new Attempt(List.of(), failure, null);
+        }
+
+        static Attempt unfinished(List<Pending> unfinished) {
+            return new Attempt(unfinished, null, null);
+        }
+
+        static Attempt split(Outcome blamed) {
+            return new Attempt(List.of(), SPLIT, blamed);
+        }
+
+        boolean applied() {
+            return unfinished.isEmpty() && failure == null;
         }
     }
 
-    /**
-     * One attempt in a fresh transaction. Handlers run without savepoints (no extra round trips): the first one that
-     * does not end final rolls the whole transaction back and is left out of the next attempt.
-     */
-    private Attempt runOwned(List<Pending> work) {
+    /** One attempt in a fresh transaction. */
+    private Attempt runOwned(List<Pending> work, BatchHandler handler) {
         try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, sql.dialect, false)) {
             Connection c = tx.connection();
             String owner = newOwner();
-            Pending unfinished = process(c, work, owner);
-            if (unfinished != null) {
+            Attempt processed = process(c, work, owner, handler);
+            if (!processed.applied()) {
                 tx.rollback();
-                return new Attempt(unfinished, null, null);
+                return processed;
             }
             if (!marksStillOurs(c, work, owner)) {
                 tx.rollback();
@@ -213,7 +235,7 @@ public final class JdbcInbox {
             }
             OwnedTransaction.Commit commit = tx.commit();
             return switch (commit.fate()) {
-                case COMMITTED -> Attempt.COMMITTED;
+                case COMMITTED -> Attempt.APPLIED;
                 case REFUSED -> commit.retryable() ? Attempt.failed(RETRY) : refused(commit);
                 case UNKNOWN -> Attempt.failed(failure(Objects.requireNonNull(commit.cause())));
             };
@@ -222,18 +244,22 @@ public final class JdbcInbox {
         }
     }
 
-    private Attempt refused(OwnedTransaction.Commit commit) {
+    private static Attempt refused(OwnedTransaction.Commit commit) {
         SQLException cause = Objects.requireNonNull(commit.cause());
-        Outcome refusal = SqlErrors.isTransactionAborted(cause)
-                ? Outcome.failed(
-                        "the handler answered a final outcome after one of its own statements failed, which aborted"
-                                + " the transaction: nothing of it was committed; let the statement's exception"
-                                + " propagate",
-                        cause)
-                : Outcome.failed(
-                        "the database refused the commit (" + SqlErrors.describe(cause) + "): nothing was applied",
-                        cause);
-        return new Attempt(null, REFUSED, refusal);
+        return Attempt.split(
+                SqlErrors.isTransactionAborted(cause)
+                        ? abortedUnderTheHandler(cause)
+                        : Outcome.failed(
+                                "the database refused the commit (" + SqlErrors.describe(cause)
+                                        + "): nothing was applied",
+                                cause));
+    }
+
+    private static Outcome abortedUnderTheHandler(SQLException cause) {
+        return Outcome.failed(
+                "the handler answered a final outcome after one of its own statements failed, which aborted the"
+                        + " transaction: nothing of it was committed; let the statement's exception propagate",
+                cause);
     }
 
     /**
@@ -255,71 +281,69 @@ public final class JdbcInbox {
 
     /**
      * Handles one message inside the caller's open transaction ({@code autoCommit} off) and leaves the commit to
-     * the caller. Works under a savepoint: an outcome that is not final, or a handler exception, rolls back the mark
-     * and the handler's writes and nothing else of the caller's transaction. Never raises a unique violation (which
-     * would abort a PostgreSQL transaction).
+     * the caller; see {@link #handleBatch(Connection, List, BatchHandler)}.
      *
      * @throws RetryLaterException when the database rolled back the caller's whole transaction (a deadlock on
      *     MariaDB/MySQL, a broken connection): the caller must roll back and have the message redelivered
      */
-    public Outcome handle(
-            Connection callerTransaction, String key, @Nullable String fingerprint, TransactionalHandler handler) {
-        long start = System.nanoTime();
+    public Outcome handle(Connection callerTransaction, Delivery delivery, TransactionalHandler handler) {
+        Objects.requireNonNull(handler, "handler");
+        return handleBatch(callerTransaction, List.of(delivery), BatchHandler.eachOf(index -> handler))
+                .get(0);
+    }
+
+    /**
+     * Handles a batch inside the caller's open transaction ({@code autoCommit} off) and leaves the commit to the
+     * caller, as {@link #handleBatch(List, BatchHandler)} does in its own. Works under savepoints: an outcome that is
+     * not final, or a handler exception, rolls back the marks and the handler's writes of that attempt and nothing
+     * else of the caller's transaction. Never raises a unique violation (which would abort a PostgreSQL
+     * transaction).
+     *
+     * @throws RetryLaterException when the database rolled back the caller's whole transaction (a deadlock on
+     *     MariaDB/MySQL, a broken connection): the caller must roll back and have the messages redelivered
+     */
+    public List<Outcome> handleBatch(Connection callerTransaction, List<Delivery> deliveries, BatchHandler handler) {
         Objects.requireNonNull(callerTransaction, "callerTransaction");
+        Objects.requireNonNull(handler, "handler");
         try {
             if (callerTransaction.getAutoCommit()) {
                 throw new IllegalArgumentException("the connection is in autoCommit mode: call setAutoCommit(false)"
-                        + " and pass the connection of an open transaction, or use handle(key, fingerprint, handler)");
+                        + " and pass the connection of an open transaction, or let the inbox own the transaction"
+                        + " (handle(delivery, handler))");
             }
         } catch (SQLException e) {
             throw new StoreUnavailableException(description, "the caller's connection is unusable", e);
         }
-        List<Delivery> deliveries = List.of(new Delivery(key, fingerprint, handler));
-        Outcome[] outcomes = new Outcome[1];
-        Map<String, Pending> pending = group(deliveries, outcomes);
-        if (!pending.isEmpty()) {
-            Pending p = pending.values().iterator().next();
-            outcomes[0] = inCallerTransaction(callerTransaction, p);
-        }
-        report(deliveries, outcomes, start);
-        return outcomes[0];
+        return run(deliveries, work -> runJoined(callerTransaction, work, handler));
     }
 
-    private Outcome inCallerTransaction(Connection c, Pending p) {
-        for (int attempt = 0; ; attempt++) {
-            p.reset();
-            Savepoint savepoint;
+    /** One attempt under a savepoint of the caller's transaction. */
+    private Attempt runJoined(Connection c, List<Pending> work, BatchHandler handler) {
+        Savepoint savepoint;
+        try {
+            savepoint = c.setSavepoint();
+        } catch (SQLException e) {
+            throw callerTransactionLost(e);
+        }
+        try {
+            Attempt processed = process(c, work, newOwner(), handler);
+            if (processed.applied()) {
+                release(c, savepoint);
+            } else {
+                c.rollback(savepoint);
+            }
+            return processed;
+        } catch (SQLException e) {
+            if (sql.dialect == Dialect.POSTGRESQL && "40001".equals(e.getSQLState())) {
+                throw snapshotTooOld(e);
+            }
             try {
-                savepoint = c.setSavepoint();
-            } catch (SQLException e) {
+                c.rollback(savepoint);
+            } catch (SQLException lost) {
+                e.addSuppressed(lost);
                 throw callerTransactionLost(e);
             }
-            try {
-                process(c, List.of(p), newOwner());
-                if (p.outcome.isFinal()) {
-                    release(c, savepoint);
-                } else {
-                    c.rollback(savepoint);
-                }
-                return p.outcome;
-            } catch (SQLException e) {
-                if (sql.dialect == Dialect.POSTGRESQL && "40001".equals(e.getSQLState())) {
-                    throw snapshotTooOld(e);
-                }
-                try {
-                    c.rollback(savepoint);
-                } catch (SQLException lost) {
-                    e.addSuppressed(lost);
-                    throw callerTransactionLost(e);
-                }
-                Outcome failure = failure(e);
-                if (failure != RETRY) {
-                    return failure;
-                }
-                if (attempt >= deadlockRetries) {
-                    return Outcome.inProgress("deadlock persisted after " + (attempt + 1) + " attempts", null);
-                }
-            }
+            return Attempt.failed(failure(e));
         }
     }
 
@@ -363,24 +387,29 @@ public final class JdbcInbox {
     private static final class Pending {
         final IdempotencyKey key;
         final String id;
-        final @Nullable String fingerprint;
-        final TransactionalHandler handler;
+        final Delivery delivery;
         final int firstIndex;
         final List<Integer> laterIndexes = new ArrayList<>();
         Outcome outcome = RETRY;
         boolean claimed;
+        boolean tookOver;
 
-        Pending(IdempotencyKey key, @Nullable String fingerprint, TransactionalHandler handler, int firstIndex) {
+        Pending(IdempotencyKey key, Delivery delivery, int firstIndex) {
             this.key = key;
             this.id = key.storageId();
-            this.fingerprint = fingerprint;
-            this.handler = handler;
+            this.delivery = delivery;
             this.firstIndex = firstIndex;
+        }
+
+        @Nullable
+        String fingerprint() {
+            return delivery.fingerprint();
         }
 
         void reset() {
             outcome = RETRY;
             claimed = false;
+            tookOver = false;
         }
     }
 
@@ -388,7 +417,7 @@ public final class JdbcInbox {
     private Map<String, Pending> group(List<Delivery> deliveries, Outcome[] outcomes) {
         Map<String, Pending> pending = new LinkedHashMap<>();
         for (int i = 0; i < deliveries.size(); i++) {
-            Delivery d = deliveries.get(i);
+            Delivery d = Objects.requireNonNull(deliveries.get(i), "a delivery of the batch is null");
             IdempotencyKey key;
             try {
                 key = IdempotencyKey.of(namespace, d.key());
@@ -403,8 +432,8 @@ public final class JdbcInbox {
             }
             Pending first = pending.get(key.storageId());
             if (first == null) {
-                pending.put(key.storageId(), new Pending(key, d.fingerprint(), d.handler(), i));
-            } else if (mismatch(d.fingerprint(), first.fingerprint)) {
+                pending.put(key.storageId(), new Pending(key, d, i));
+            } else if (mismatch(d.fingerprint(), first.fingerprint())) {
                 outcomes[i] = keyReused(key);
             } else {
                 first.laterIndexes.add(i);
@@ -414,18 +443,93 @@ public final class JdbcInbox {
     }
 
     /**
-     * Claims the keys of {@code work} and runs the handlers of the new ones on {@code c}, in input order, until one
-     * does not end final: that one is returned (its outcome set) and the caller must roll back. Null when every
-     * outcome is set and the transaction may commit. Throws the SQLExceptions of its own statements, and a handler's
-     * deadlock, for the caller to roll back and retry.
+     * Claims the keys of {@code work} on {@code c}, answers the duplicates, and hands the new ones to {@code handler}
+     * at once. Answers {@link Attempt#APPLIED} when every outcome is final and the transaction may commit; otherwise
+     * the caller must roll back. Throws the SQLExceptions of its own statements, and a handler's deadlock, for the
+     * caller to roll back and retry.
      */
-    private @Nullable Pending process(Connection c, List<Pending> work, String owner) throws SQLException {
+    private Attempt process(Connection c, List<Pending> work, String owner, BatchHandler handler) throws SQLException {
+        claim(c, work, owner);
+        List<Pending> fresh = work.stream().filter(p -> p.claimed).toList();
+        if (fresh.isEmpty()) {
+            return Attempt.APPLIED;
+        }
+        List<Outcome> answers;
+        try {
+            answers = handler.handle(c, contexts(fresh, owner));
+        } catch (Exception e) {
+            if (SqlErrors.isDeadlock(e)) {
+                throw e instanceof SQLException s ? s : new SQLException("deadlock in the handler", "40001", e);
+            }
+            return blame(fresh, Outcome.ofException(e));
+        }
+        Optional<String> wrongAnswer = wrongAnswer(answers, fresh.size());
+        if (wrongAnswer.isPresent()) {
+            Outcome failed = Outcome.failed(wrongAnswer.get(), null);
+            fresh.forEach(p -> p.outcome = failed);
+            return Attempt.unfinished(fresh);
+        }
+        List<Pending> unfinished = new ArrayList<>();
+        for (int i = 0; i < fresh.size(); i++) {
+            Pending p = fresh.get(i);
+            p.outcome = answers.get(i);
+            if (!p.outcome.isFinal()) {
+                unfinished.add(p);
+            }
+        }
+        if (!unfinished.isEmpty()) {
+            return Attempt.unfinished(unfinished);
+        }
+        return confirmCommittable(c, fresh, owner);
+    }
+
+    private static List<HandlingContext> contexts(List<Pending> fresh, String owner) {
+        List<HandlingContext> contexts = new ArrayList<>(fresh.size());
+        for (Pending p : fresh) {
+            contexts.add(HandlingContext.of(p.key, p.delivery, p.firstIndex, owner, 0, p.tookOver));
+        }
+        return List.copyOf(contexts);
+    }
+
+    /** What is wrong with a batch handler's answer, if anything: a programming error, reported as such. */
+    private static Optional<String> wrongAnswer(@Nullable List<Outcome> answers, int expected) {
+        if (answers == null) {
+            return Optional.of("programming error: the batch handler answered null for " + expected
+                    + " deliveries; answer one Outcome per context, in order: nothing was committed");
+        }
+        if (answers.size() != expected) {
+            return Optional.of("programming error: the batch handler answered " + answers.size() + " outcomes for "
+                    + expected + " deliveries; answer one Outcome per context, in order: nothing was committed");
+        }
+        for (int i = 0; i < expected; i++) {
+            if (answers.get(i) == null) {
+                return Optional.of("programming error: the batch handler answered null at position " + i
+                        + "; answer one Outcome per context, in order: nothing was committed");
+            }
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * The delivery at fault when only one ran, else a split of the batch to find it: the others must not pay for
+     * it.
+     */
+    private static Attempt blame(List<Pending> fresh, Outcome outcome) {
+        if (fresh.size() == 1) {
+            fresh.get(0).outcome = outcome;
+            return Attempt.unfinished(fresh);
+        }
+        return Attempt.split(outcome);
+    }
+
+    /** Inserts the marks of {@code work} in key order and sets each one's claim or outcome. */
+    private void claim(Connection c, List<Pending> work, String owner) throws SQLException {
         long now = databaseClock ? sql.databaseNowMillis(c) : clock.millis();
         long expiresAt = now + retention.toMillis();
         List<Pending> sorted = new ArrayList<>(work);
         sorted.sort((a, b) -> Sql.ID_ORDER.compare(a.id, b.id));
         Map<String, @Nullable String> fingerprints = new HashMap<>();
-        sorted.forEach(p -> fingerprints.put(p.id, p.fingerprint));
+        sorted.forEach(p -> fingerprints.put(p.id, p.fingerprint()));
         var inserted = sql.insertMarks(
                 c, sorted.stream().map(p -> p.id).toList(), fingerprints, owner, now, expiresAt, lockWaitSeconds);
         List<String> taken = sorted.stream()
@@ -442,11 +546,12 @@ public final class JdbcInbox {
             if (row == null) {
                 p.outcome = Outcome.inProgress("the key's mark was removed while it was read; retry", null);
             } else if (!row.live(now)) {
-                p.claimed = sql.replaceExpired(c, p.id, owner, now, expiresAt, p.fingerprint, lockWaitSeconds);
+                p.claimed = sql.replaceExpired(c, p.id, owner, now, expiresAt, p.fingerprint(), lockWaitSeconds);
+                p.tookOver = p.claimed && !row.done();
                 if (!p.claimed) {
                     p.outcome = Outcome.inProgress("another consumer renewed the key's expired mark; retry", null);
                 }
-            } else if (mismatch(p.fingerprint, row.fingerprint())) {
+            } else if (mismatch(p.fingerprint(), row.fingerprint())) {
                 p.outcome = keyReused(p.key);
             } else if (row.done()) {
                 Instant at = Instant.ofEpochMilli(Objects.requireNonNullElse(row.completedAt(), now));
@@ -456,58 +561,35 @@ public final class JdbcInbox {
                         "a lease-mode claim holds the key until " + Instant.ofEpochMilli(row.expiresAt()), null);
             }
         }
-        for (Pending p : work) {
-            if (p.claimed && !runHandler(c, p, owner)) {
-                return p;
-            }
-        }
-        return null;
-    }
-
-    /** Runs one handler; true when its outcome is final (its writes and mark may commit). */
-    private boolean runHandler(Connection c, Pending p, String owner) throws SQLException {
-        Outcome outcome;
-        try {
-            outcome = Objects.requireNonNull(p.handler.handle(c), "a handler must return an Outcome, not null");
-        } catch (Exception e) {
-            if (SqlErrors.isDeadlock(e)) {
-                throw e instanceof SQLException s ? s : new SQLException("deadlock in the handler", "40001", e);
-            }
-            outcome = Outcome.ofException(e);
-        }
-        if (outcome.isFinal()) {
-            outcome = confirmCommittable(c, p, owner, outcome);
-        }
-        p.outcome = outcome;
-        return outcome.isFinal();
     }
 
     /**
-     * Stores the handler's result, and on PostgreSQL makes sure the transaction can still commit: a handler that
-     * catches the failure of one of its own statements and answers a final outcome leaves an aborted transaction,
-     * whose commit PostgreSQL silently turns into a rollback. That handling ends {@code FAILED}, never {@code
+     * Stores the handler's results, and on PostgreSQL makes sure the transaction can still commit: a handler that
+     * catches the failure of one of its own statements and answers final outcomes leaves an aborted transaction,
+     * whose commit PostgreSQL silently turns into a rollback. Such a delivery ends {@code FAILED}, never {@code
      * PROCESSED} for an effect that was not committed.
      */
-    private Outcome confirmCommittable(Connection c, Pending p, String owner, Outcome outcome) throws SQLException {
+    private Attempt confirmCommittable(Connection c, List<Pending> fresh, String owner) throws SQLException {
         try {
-            byte[] result = outcome.result().orElse(null);
-            if (result != null) {
-                sql.storeResult(c, p.id, owner, result);
-            } else if (sql.dialect == Dialect.POSTGRESQL) {
+            boolean stored = false;
+            for (Pending p : fresh) {
+                byte[] result = p.outcome.result().orElse(null);
+                if (result != null) {
+                    sql.storeResult(c, p.id, owner, result);
+                    stored = true;
+                }
+            }
+            if (!stored && sql.dialect == Dialect.POSTGRESQL) {
                 sql.probe(c);
             }
-            return outcome;
+            return Attempt.APPLIED;
         } catch (SQLException e) {
             if (!SqlErrors.isTransactionAborted(e)) {
                 throw e;
             }
-            return Outcome.failed(
-                    "the handler answered " + outcome.type() + " after one of its own statements failed, which aborted"
-                            + " the transaction: nothing of it was committed; let the statement's exception propagate",
-                    e);
+            return blame(fresh, abortedUnderTheHandler(e));
         }
     }
-
     /** The outcome for an attempt that failed with {@code e}; {@link #RETRY} for a deadlock. */
     private Outcome failure(SQLException e) {
         if (SqlErrors.isMissingTable(e)) {

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.ConfigurationException;
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.StateMachine;
 import dev.idem.testsupport.TestDatabase;
@@ -363,11 +364,11 @@ abstract class BusinessGuardsContract {
         TransactionalHandler ship = c -> orders.apply(c, "o-1", "SHIP", Assignments.of(), TransactionalHandler.NONE);
         TransactionalHandler pay = c -> orders.apply(c, "o-1", "PAY", Assignments.of(), c2 -> charge(c2, "o-1"));
 
-        assertThat(inbox.handle("msg-ship", null, ship).type()).isEqualTo(Outcome.Type.OUT_OF_ORDER);
-        assertThat(inbox.handle("msg-pay", null, pay).type()).isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(inbox.handle("msg-ship", null, ship).type()).isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(inbox.handle("msg-ship", null, ship).type()).isEqualTo(Outcome.Type.DUPLICATE);
-        Outcome resentWithNewId = inbox.handle("msg-pay-resent", null, pay);
+        assertThat(inbox.handle(Delivery.of("msg-ship"), ship).type()).isEqualTo(Outcome.Type.OUT_OF_ORDER);
+        assertThat(inbox.handle(Delivery.of("msg-pay"), pay).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("msg-ship"), ship).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("msg-ship"), ship).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        Outcome resentWithNewId = inbox.handle(Delivery.of("msg-pay-resent"), pay);
 
         assertThat(resentWithNewId.type()).isEqualTo(Outcome.Type.DUPLICATE);
         assertThat(resentWithNewId.reason()).contains("SHIPPED");

@@ -4,6 +4,7 @@ import static dev.idem.jdbc.InboxTestBase.pay;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
@@ -90,7 +91,7 @@ abstract class DatabaseRestartTestBase {
         JdbcInbox inbox = inbox();
         CountDownLatch wrote = new CountDownLatch(1);
         CountDownLatch restarted = new CountDownLatch(1);
-        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
+        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("p1"), c -> {
             pay("p1", 1, 10).handle(c);
             wrote.countDown();
             restarted.await();
@@ -112,7 +113,7 @@ abstract class DatabaseRestartTestBase {
     @Test
     void restart_rightAfterCommit_makesTheRedeliveryADuplicate() throws Exception {
         JdbcInbox inbox = inbox();
-        assertThat(inbox.handle("p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("p1"), pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
 
         server.restart();
         List<Outcome> redeliveries = redeliverUntilFinal(inbox);
@@ -125,7 +126,7 @@ abstract class DatabaseRestartTestBase {
     @Test
     void crash_rightAfterCommit_makesTheRedeliveryADuplicate() throws Exception {
         JdbcInbox inbox = inbox();
-        assertThat(inbox.handle("p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("p1"), pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
 
         server.kill();
         server.start();
@@ -207,7 +208,7 @@ abstract class DatabaseRestartTestBase {
                 .atMost(Duration.ofSeconds(30))
                 .pollInterval(Duration.ofMillis(100))
                 .until(() -> {
-                    Outcome outcome = inbox.handle("p1", null, pay("p1", 1, 10));
+                    Outcome outcome = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
                     outcomes.add(outcome);
                     return outcome.isFinal();
                 });

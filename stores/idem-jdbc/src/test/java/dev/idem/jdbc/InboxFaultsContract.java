@@ -3,6 +3,7 @@ package dev.idem.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.idem.Delivery;
 import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
 import dev.idem.spi.ClaimRequest;
@@ -25,17 +26,18 @@ abstract class InboxFaultsContract extends InboxFixture {
     void error_inABatchHandler_commitsNothing_andTheRedeliveryRunsEveryMessage() throws SQLException {
         JdbcInbox inbox = inbox();
 
-        assertThatThrownBy(() -> inbox.handleBatch(List.of(
-                        new JdbcInbox.Delivery("a", null, pay("a", 1, 10)),
-                        new JdbcInbox.Delivery("b", null, c -> {
+        assertThatThrownBy(() -> handleEach(
+                        inbox,
+                        message("a", null, pay("a", 1, 10)),
+                        message("b", null, c -> {
                             throw new StackOverflowError("simulated crash");
                         }),
-                        new JdbcInbox.Delivery("c", null, pay("c", 3, 30)))))
+                        message("c", null, pay("c", 3, 30))))
                 .isInstanceOf(StackOverflowError.class);
 
         assertThat(marks()).as("marks committed by the crash").isZero();
         assertThat(balance(1)).isEqualTo(INITIAL_BALANCE);
-        assertThat(inbox.handle("c", null, pay("c", 3, 30)).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("c"), pay("c", 3, 30)).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(ledgerRows("c")).isEqualTo(1);
     }
 
@@ -43,7 +45,7 @@ abstract class InboxFaultsContract extends InboxFixture {
     void error_inASingleHandler_commitsNothing() throws SQLException {
         JdbcInbox inbox = inbox();
 
-        assertThatThrownBy(() -> inbox.handle("a", null, c -> {
+        assertThatThrownBy(() -> inbox.handle(Delivery.of("a"), c -> {
                     pay("a", 1, 10).handle(c);
                     throw new OutOfMemoryError("simulated");
                 }))
@@ -61,7 +63,7 @@ abstract class InboxFaultsContract extends InboxFixture {
                 .retention(Duration.ofMinutes(1))
                 .lockWait(Duration.ofSeconds(1))
                 .build();
-        inbox.handle("p1", null, pay("p1", 1, 10));
+        inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
         clock.advance(Duration.ofMinutes(2));
         try (Connection holder = db.connection()) {
             holder.setAutoCommit(false);
@@ -70,12 +72,12 @@ abstract class InboxFaultsContract extends InboxFixture {
                     "SELECT state FROM idem_keys WHERE id = ? FOR UPDATE",
                     List.of(IdempotencyKey.of(namespace, "p1").storageId()));
 
-            Outcome copy = inbox.handle("p1", null, pay("p1", 1, 10));
+            Outcome copy = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
 
             assertThat(copy.type()).as("%s", copy).isEqualTo(Outcome.Type.IN_PROGRESS);
             holder.rollback();
         }
-        assertThat(inbox.handle("p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("p1"), pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(ledgerRows("p1")).isEqualTo(2);
     }
 
@@ -111,11 +113,12 @@ abstract class InboxFaultsContract extends InboxFixture {
         org.junit.jupiter.api.Assumptions.assumeTrue(refusesAtCommit(), "no commit-time constraint here");
         JdbcInbox inbox = inbox();
 
-        List<Outcome> outcomes = inbox.handleBatch(List.of(
-                new JdbcInbox.Delivery("a", null, pay("a", 1, 10)),
-                new JdbcInbox.Delivery("bad", null, refusedAtCommit("bad")),
-                new JdbcInbox.Delivery("c", null, pay("c", 3, 30)),
-                new JdbcInbox.Delivery("d", null, pay("d", 4, 40))));
+        List<Outcome> outcomes = handleEach(
+                inbox,
+                message("a", null, pay("a", 1, 10)),
+                message("bad", null, refusedAtCommit("bad")),
+                message("c", null, pay("c", 3, 30)),
+                message("d", null, pay("d", 4, 40)));
 
         assertThat(outcomes)
                 .extracting(Outcome::type)
@@ -124,15 +127,15 @@ abstract class InboxFaultsContract extends InboxFixture {
         assertThat(outcomes.get(1).reason()).contains("commit");
         assertThat(ledgerRows("a") + ledgerRows("c") + ledgerRows("d")).isEqualTo(3);
         assertThat(ledgerRows("bad")).isZero();
-        assertThat(inbox.handle("a", null, pay("a", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
-        assertThat(inbox.handle("bad", null, pay("bad", 2, 20)).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("a"), pay("a", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(inbox.handle(Delivery.of("bad"), pay("bad", 2, 20)).type()).isEqualTo(Outcome.Type.PROCESSED);
     }
 
     @Test
     void commitRefused_forASingleMessage_isFailed_notInProgress() throws SQLException {
         org.junit.jupiter.api.Assumptions.assumeTrue(refusesAtCommit(), "no commit-time constraint here");
         AtomicInteger runs = new AtomicInteger();
-        Outcome outcome = inbox().handle("bad", null, c -> {
+        Outcome outcome = inbox().handle(Delivery.of("bad"), c -> {
             runs.incrementAndGet();
             return refusedAtCommit("bad").handle(c);
         });

@@ -1,5 +1,6 @@
 package dev.idem.jdbc;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.testkit.MutableClock;
 import dev.idem.testsupport.TestDatabase;
@@ -8,7 +9,10 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.util.Arrays;
+import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -88,6 +92,20 @@ abstract class InboxFixture {
             }
             return Outcome.processed();
         };
+    }
+
+    /** A message of a test batch whose messages each do something else. */
+    record Message(Delivery delivery, TransactionalHandler handler) {}
+
+    static Message message(String key, @Nullable String fingerprint, TransactionalHandler handler) {
+        return new Message(Delivery.of(key, fingerprint), handler);
+    }
+
+    /** Handles {@code messages} as one batch, each with its own handler. */
+    static List<Outcome> handleEach(JdbcInbox inbox, Message... messages) {
+        return inbox.handleBatch(
+                Arrays.stream(messages).map(Message::delivery).toList(),
+                BatchHandler.eachOf(i -> messages[i].handler()));
     }
 
     protected long balance(int account) throws SQLException {

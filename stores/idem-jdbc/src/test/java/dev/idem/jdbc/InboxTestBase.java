@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.ConfigurationException;
+import dev.idem.DeadLetterException;
+import dev.idem.Delivery;
 import dev.idem.Fingerprint;
+import dev.idem.HandlingContext;
 import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
 import dev.idem.spi.ClaimRequest;
@@ -19,6 +22,7 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Random;
@@ -79,7 +83,8 @@ abstract class InboxTestBase extends InboxFixture {
                         Outcome outcome;
                         do {
                             outcome = inbox.handle(
-                                    id, Fingerprint.of(id + ":" + amounts[p]), pay(id, p % ACCOUNTS, amounts[p]));
+                                    Delivery.of(id, Fingerprint.of(id + ":" + amounts[p])),
+                                    pay(id, p % ACCOUNTS, amounts[p]));
                             counts.computeIfAbsent(outcome.type(), x -> new AtomicInteger())
                                     .incrementAndGet();
                         } while (!outcome.isFinal());
@@ -118,8 +123,8 @@ abstract class InboxTestBase extends InboxFixture {
             return Outcome.processed("receipt".getBytes());
         };
 
-        Outcome first = inbox.handle("p1", "fp", handler);
-        Outcome second = inbox.handle("p1", "fp", handler);
+        Outcome first = inbox.handle(Delivery.of("p1", "fp"), handler);
+        Outcome second = inbox.handle(Delivery.of("p1", "fp"), handler);
 
         assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(second.type()).isEqualTo(Outcome.Type.DUPLICATE);
@@ -131,9 +136,9 @@ abstract class InboxTestBase extends InboxFixture {
     @Test
     void sameKey_withOtherFingerprint_isRejected_andNotApplied() throws SQLException {
         JdbcInbox inbox = inbox();
-        inbox.handle("p1", Fingerprint.of("amount=10"), pay("p1", 1, 10));
+        inbox.handle(Delivery.of("p1", Fingerprint.of("amount=10")), pay("p1", 1, 10));
 
-        Outcome reused = inbox.handle("p1", Fingerprint.of("amount=99"), pay("p1", 1, 99));
+        Outcome reused = inbox.handle(Delivery.of("p1", Fingerprint.of("amount=99")), pay("p1", 1, 99));
 
         assertThat(reused.type()).isEqualTo(Outcome.Type.REJECTED);
         assertThat(reused.reason()).contains("different payload");
@@ -144,11 +149,11 @@ abstract class InboxTestBase extends InboxFixture {
     void handlerThrowing_afterItsWrites_rollsBackWritesAndMark_andTheRedeliveryRuns() throws SQLException {
         JdbcInbox inbox = inbox();
 
-        Outcome failed = inbox.handle("p1", null, c -> {
+        Outcome failed = inbox.handle(Delivery.of("p1"), c -> {
             pay("p1", 1, 10).handle(c);
             throw new IllegalStateException("payment gateway said no");
         });
-        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+        Outcome redelivered = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
 
         assertThat(failed.type()).isEqualTo(Outcome.Type.FAILED);
         assertThat(failed.reason()).contains("payment gateway said no");
@@ -161,14 +166,14 @@ abstract class InboxTestBase extends InboxFixture {
     void handlerSqlFailing_rollsBackEverything_andTheRedeliveryRuns() throws SQLException {
         JdbcInbox inbox = inbox();
 
-        Outcome failed = inbox.handle("p1", null, c -> {
+        Outcome failed = inbox.handle(Delivery.of("p1"), c -> {
             pay("p1", 1, 10).handle(c);
             try (Statement s = c.createStatement()) {
                 s.executeUpdate("INSERT INTO no_such_table VALUES (1)");
             }
             return Outcome.processed();
         });
-        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+        Outcome redelivered = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
 
         assertThat(failed.type()).isEqualTo(Outcome.Type.FAILED);
         assertThat(redelivered.type()).isEqualTo(Outcome.Type.PROCESSED);
@@ -188,7 +193,7 @@ abstract class InboxTestBase extends InboxFixture {
         JdbcInbox inbox = inbox();
         AtomicInteger runs = new AtomicInteger();
 
-        Outcome first = inbox.handle("p1", null, c -> {
+        Outcome first = inbox.handle(Delivery.of("p1"), c -> {
             pay("p1", 1, 10).handle(c);
             if (runs.incrementAndGet() == 1) {
                 try (Statement s = c.createStatement()) {
@@ -200,7 +205,7 @@ abstract class InboxTestBase extends InboxFixture {
             return Outcome.processed();
         });
         long balanceAfterFirst = balance(1);
-        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+        Outcome redelivered = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
 
         if (first.type() == Outcome.Type.PROCESSED) {
             assertThat(balanceAfterFirst).isEqualTo(INITIAL_BALANCE - 10);
@@ -227,13 +232,12 @@ abstract class InboxTestBase extends InboxFixture {
             return Outcome.processed();
         };
 
-        List<Outcome> batch = inbox.handleBatch(List.of(
-                new JdbcInbox.Delivery("a", null, swallowing), new JdbcInbox.Delivery("b", null, pay("b", 2, 20))));
+        List<Outcome> batch = handleEach(inbox, message("a", null, swallowing), message("b", null, pay("b", 2, 20)));
         Outcome joined;
         try (Connection tx = db.connection()) {
             tx.setAutoCommit(false);
             insertAudit(tx, "caller's own write");
-            joined = inbox.handle(tx, "c", null, swallowing);
+            joined = inbox.handle(tx, Delivery.of("c"), swallowing);
             tx.commit();
         }
 
@@ -255,7 +259,7 @@ abstract class InboxTestBase extends InboxFixture {
     void outOfOrderOutcome_rollsBackTheHandlersWrites_andLeavesNoMark() throws SQLException {
         JdbcInbox inbox = inbox();
 
-        Outcome early = inbox.handle("p1", null, c -> {
+        Outcome early = inbox.handle(Delivery.of("p1"), c -> {
             pay("p1", 1, 10).handle(c);
             return Outcome.outOfOrder("order not created yet");
         });
@@ -267,7 +271,7 @@ abstract class InboxTestBase extends InboxFixture {
 
     @Test
     void invalidKey_isRejected_withoutRunningTheHandler() {
-        Outcome outcome = inbox().handle(" ", null, c -> {
+        Outcome outcome = inbox().handle(Delivery.of(" "), c -> {
             throw new AssertionError("must not run");
         });
 
@@ -277,10 +281,10 @@ abstract class InboxTestBase extends InboxFixture {
     @Test
     void copyAfterRetention_runsAgain() throws SQLException {
         JdbcInbox inbox = inboxBuilder().retention(Duration.ofHours(1)).build();
-        inbox.handle("p1", null, pay("p1", 1, 10));
+        inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
         clock.advance(Duration.ofHours(1).plusMillis(1));
 
-        Outcome late = inbox.handle("p1", null, pay("p1", 1, 10));
+        Outcome late = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
 
         assertThat(late.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(ledgerRows("p1")).isEqualTo(2);
@@ -295,7 +299,7 @@ abstract class InboxTestBase extends InboxFixture {
     private HeldCopy holdFirstCopy(JdbcInbox inbox, TransactionalHandler ending) throws InterruptedException {
         CountDownLatch wrote = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
-        CompletableFuture<Outcome> outcome = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
+        CompletableFuture<Outcome> outcome = CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("p1"), c -> {
             pay("p1", 1, 10).handle(c);
             wrote.countDown();
             release.await();
@@ -308,7 +312,7 @@ abstract class InboxTestBase extends InboxFixture {
     /** Starts the second copy of "p1" and checks it is blocked on the first copy's uncommitted mark. */
     private CompletableFuture<Outcome> blockedCopy(JdbcInbox inbox) {
         CompletableFuture<Outcome> copy =
-                CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, pay("p1", 1, 10)));
+                CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("p1"), pay("p1", 1, 10)));
         await().during(Duration.ofMillis(300)).atMost(Duration.ofSeconds(2)).until(() -> !copy.isDone());
         return copy;
     }
@@ -351,12 +355,12 @@ abstract class InboxTestBase extends InboxFixture {
         JdbcInbox inbox = inboxBuilder().lockWait(Duration.ofSeconds(1)).build();
         HeldCopy first = holdFirstCopy(inbox, c -> Outcome.processed());
 
-        Outcome copy = inbox.handle("p1", null, pay("p1", 1, 10));
+        Outcome copy = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
         first.release().countDown();
 
         assertThat(copy.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
         assertThat(first.outcome().get(30, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(inbox.handle("p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(inbox.handle(Delivery.of("p1"), pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
         assertThat(ledgerRows("p1")).isEqualTo(1);
     }
 
@@ -367,7 +371,7 @@ abstract class InboxTestBase extends InboxFixture {
         JdbcInbox inbox = inbox();
         try (Connection tx = db.connection()) {
             tx.setAutoCommit(false);
-            Outcome outcome = inbox.handle(tx, "p1", null, pay("p1", 1, 10));
+            Outcome outcome = inbox.handle(tx, Delivery.of("p1"), pay("p1", 1, 10));
             assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
             assertThat(marks()).as("not committed yet").isZero();
             tx.rollback();
@@ -375,7 +379,7 @@ abstract class InboxTestBase extends InboxFixture {
         assertThat(marks()).isZero();
         assertThat(balance(1)).isEqualTo(INITIAL_BALANCE);
 
-        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+        Outcome redelivered = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
 
         assertThat(redelivered.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(ledgerRows("p1")).isEqualTo(1);
@@ -386,11 +390,11 @@ abstract class InboxTestBase extends InboxFixture {
         JdbcInbox inbox = inbox();
         try (Connection tx = db.connection()) {
             tx.setAutoCommit(false);
-            inbox.handle(tx, "p1", null, pay("p1", 1, 10));
+            inbox.handle(tx, Delivery.of("p1"), pay("p1", 1, 10));
             tx.commit();
         }
 
-        assertThat(inbox.handle("p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(inbox.handle(Delivery.of("p1"), pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
         assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
     }
 
@@ -398,16 +402,16 @@ abstract class InboxTestBase extends InboxFixture {
     void joinedTransaction_duplicateAndFailedHandler_undoOnlyTheirOwnWork_andTheCallerCommitsTheRest()
             throws SQLException {
         JdbcInbox inbox = inbox();
-        inbox.handle("p1", null, pay("p1", 1, 10));
+        inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
         try (Connection tx = db.connection()) {
             tx.setAutoCommit(false);
             insertAudit(tx, "before");
-            Outcome duplicate = inbox.handle(tx, "p1", null, pay("p1", 1, 10));
-            Outcome failed = inbox.handle(tx, "p2", null, c -> {
+            Outcome duplicate = inbox.handle(tx, Delivery.of("p1"), pay("p1", 1, 10));
+            Outcome failed = inbox.handle(tx, Delivery.of("p2"), c -> {
                 pay("p2", 2, 20).handle(c);
                 throw new IllegalStateException("boom");
             });
-            Outcome applied = inbox.handle(tx, "p3", null, pay("p3", 3, 30));
+            Outcome applied = inbox.handle(tx, Delivery.of("p3"), pay("p3", 3, 30));
             insertAudit(tx, "after");
             tx.commit();
 
@@ -426,7 +430,7 @@ abstract class InboxTestBase extends InboxFixture {
     void joinedTransaction_inAutoCommitMode_isRefused() throws SQLException {
         try (Connection c = db.connection()) {
             c.setAutoCommit(true);
-            assertThatThrownBy(() -> inbox().handle(c, "p1", null, pay("p1", 1, 10)))
+            assertThatThrownBy(() -> inbox().handle(c, Delivery.of("p1"), pay("p1", 1, 10)))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessageContaining("setAutoCommit(false)");
         }
@@ -439,23 +443,212 @@ abstract class InboxTestBase extends InboxFixture {
         }
     }
 
+    // ---------------------------------------------------------------- the batch handler
+
+    /** Pays every context's payment with two JDBC batches: account {@code index}, amount {@code index + 1}. */
+    private static List<Outcome> payInJdbcBatches(Connection c, List<HandlingContext> fresh) throws SQLException {
+        try (PreparedStatement debit = c.prepareStatement("UPDATE accounts SET balance = balance - ? WHERE id = ?");
+                PreparedStatement ledger = c.prepareStatement("INSERT INTO ledger VALUES (?, ?, ?)")) {
+            for (HandlingContext context : fresh) {
+                debit.setLong(1, context.index() + 1);
+                debit.setInt(2, context.index());
+                debit.addBatch();
+                ledger.setString(1, context.delivery().key());
+                ledger.setInt(2, context.index());
+                ledger.setLong(3, context.index() + 1);
+                ledger.addBatch();
+            }
+            debit.executeBatch();
+            ledger.executeBatch();
+        }
+        return Collections.nCopies(fresh.size(), Outcome.processed());
+    }
+
+    private static List<Delivery> deliveries(String... keys) {
+        return Arrays.stream(keys).map(Delivery::of).toList();
+    }
+
+    private void assertPaid(int index, boolean paid) throws SQLException {
+        assertThat(balance(index))
+                .as("balance of account %d", index)
+                .isEqualTo(INITIAL_BALANCE - (paid ? index + 1 : 0));
+    }
+
+    @Test
+    void batchHandler_getsEveryNewDeliveryInOneCall_withItsIndex_andNeverADuplicate() throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle(Delivery.of("b"), c -> Outcome.processed());
+        List<List<Integer>> calls = new ArrayList<>();
+
+        List<Outcome> outcomes = inbox.handleBatch(deliveries("a", "b", "c", "a", "d"), (c, fresh) -> {
+            calls.add(fresh.stream().map(HandlingContext::index).toList());
+            return payInJdbcBatches(c, fresh);
+        });
+
+        assertThat(calls).containsExactly(List.of(0, 2, 4));
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(
+                        Outcome.Type.PROCESSED,
+                        Outcome.Type.DUPLICATE,
+                        Outcome.Type.PROCESSED,
+                        Outcome.Type.DUPLICATE,
+                        Outcome.Type.PROCESSED);
+        assertPaid(0, true);
+        assertPaid(2, true);
+        assertPaid(4, true);
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isEqualTo(3);
+        assertThat(inbox.handleBatch(deliveries("a", "c", "d"), (c, fresh) -> {
+                    throw new AssertionError("every key is a duplicate: the handler must not run");
+                }))
+                .extracting(Outcome::type)
+                .containsOnly(Outcome.Type.DUPLICATE);
+    }
+
+    @Test
+    void batchHandler_throwingBecauseOfOneDelivery_failsThatOneAlone_andCommitsTheOthersOnce() throws SQLException {
+        JdbcInbox inbox = inbox();
+        List<String> keys = List.of("k0", "k1", "k2", "k3", "poison", "k5", "k6", "k7", "k8");
+        AtomicInteger calls = new AtomicInteger();
+
+        List<Outcome> outcomes = inbox.handleBatch(deliveries(keys.toArray(String[]::new)), (c, fresh) -> {
+            calls.incrementAndGet();
+            List<Outcome> answers = payInJdbcBatches(c, fresh); // written, then thrown away with the transaction
+            if (fresh.stream().anyMatch(context -> context.delivery().key().equals("poison"))) {
+                throw new DeadLetterException("poison cannot be paid", null);
+            }
+            return answers;
+        });
+
+        for (int i = 0; i < keys.size(); i++) {
+            boolean poison = keys.get(i).equals("poison");
+            assertThat(outcomes.get(i).type())
+                    .as(keys.get(i))
+                    .isEqualTo(poison ? Outcome.Type.REJECTED : Outcome.Type.PROCESSED);
+            assertPaid(i, !poison);
+            assertThat(ledgerRows(keys.get(i))).isEqualTo(poison ? 0 : 1);
+        }
+        assertThat(outcomes.get(4).reason()).contains("poison cannot be paid");
+        assertThat(marks()).isEqualTo(keys.size() - 1);
+        assertThat(calls.get()).as("bisected, not one call per delivery").isLessThan(2 * keys.size());
+    }
+
+    @Test
+    void batchHandler_answeringNotFinalForOne_rollsItBack_andRerunsTheRestWithoutIt() throws SQLException {
+        JdbcInbox inbox = inbox();
+        List<List<Integer>> calls = new ArrayList<>();
+
+        List<Outcome> outcomes = inbox.handleBatch(deliveries("a", "b", "c"), (c, fresh) -> {
+            calls.add(fresh.stream().map(HandlingContext::index).toList());
+            List<Outcome> answers = new ArrayList<>(payInJdbcBatches(c, fresh));
+            for (int i = 0; i < fresh.size(); i++) {
+                if (fresh.get(i).index() == 1) {
+                    answers.set(i, Outcome.outOfOrder("b waits for its predecessor"));
+                }
+            }
+            return answers;
+        });
+
+        assertThat(calls).containsExactly(List.of(0, 1, 2), List.of(0, 2));
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(Outcome.Type.PROCESSED, Outcome.Type.OUT_OF_ORDER, Outcome.Type.PROCESSED);
+        assertPaid(0, true);
+        assertPaid(1, false);
+        assertPaid(2, true);
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isEqualTo(2);
+        assertThat(marks()).isEqualTo(2);
+    }
+
+    @Test
+    void batchHandler_answeringAListOfAnotherSize_failsItsDeliveries_namingTheMistake_andCommitsNothing()
+            throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle(Delivery.of("b"), c -> Outcome.processed());
+
+        List<Outcome> outcomes = inbox.handleBatch(
+                deliveries("a", "b", "c"),
+                (c, fresh) -> payInJdbcBatches(c, fresh).subList(0, 1));
+
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(Outcome.Type.FAILED, Outcome.Type.DUPLICATE, Outcome.Type.FAILED);
+        assertThat(outcomes.get(0).reason()).contains("programming error", "1 outcomes for 2 deliveries");
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isZero();
+        assertPaid(0, false);
+        assertThat(marks()).isEqualTo(1);
+    }
+
+    @Test
+    void batchHandler_throwingAnError_commitsNothing_andTheRedeliveryRuns() throws SQLException {
+        JdbcInbox inbox = inbox();
+
+        assertThatThrownBy(() -> inbox.handleBatch(deliveries("a", "b"), (c, fresh) -> {
+                    payInJdbcBatches(c, fresh);
+                    throw new OutOfMemoryError("simulated");
+                }))
+                .isInstanceOf(OutOfMemoryError.class);
+
+        assertThat(queryLong("SELECT COUNT(*) FROM ledger")).isZero();
+        assertThat(marks()).isZero();
+        assertThat(inbox.handleBatch(deliveries("a", "b"), InboxTestBase::payInJdbcBatches))
+                .extracting(Outcome::type)
+                .containsOnly(Outcome.Type.PROCESSED);
+        assertPaid(0, true);
+        assertPaid(1, true);
+    }
+
+    @Test
+    void joinedBatch_undoesOnlyTheFailedDelivery_andLeavesTheCommitToTheCaller() throws SQLException {
+        JdbcInbox inbox = inbox();
+        inbox.handle(Delivery.of("b"), c -> Outcome.processed());
+        List<Outcome> outcomes;
+        try (Connection tx = db.connection()) {
+            tx.setAutoCommit(false);
+            insertAudit(tx, "before");
+            outcomes = inbox.handleBatch(tx, deliveries("a", "b", "c", "d"), (c, fresh) -> {
+                assertThat(c).isSameAs(tx);
+                List<Outcome> answers = payInJdbcBatches(c, fresh);
+                if (fresh.stream().anyMatch(context -> context.index() == 2)) {
+                    throw new IllegalStateException("c fails");
+                }
+                return answers;
+            });
+            insertAudit(tx, "after");
+            assertThat(marks()).as("nothing visible before the caller commits").isEqualTo(1);
+            tx.commit();
+        }
+
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(
+                        Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE, Outcome.Type.FAILED, Outcome.Type.PROCESSED);
+        assertThat(outcomes.get(2).reason()).contains("c fails");
+        assertPaid(0, true);
+        assertPaid(2, false);
+        assertPaid(3, true);
+        assertThat(queryLong("SELECT COUNT(*) FROM audit")).isEqualTo(2);
+        assertThat(marks()).isEqualTo(3);
+    }
+
     // ---------------------------------------------------------------- batches
 
     @Test
     void batch_skipsDuplicates_undoesTheFailedOneAlone_andAnswersInInputOrder() throws SQLException {
         JdbcInbox inbox = inbox();
-        inbox.handle("b", null, pay("b", 2, 20));
+        inbox.handle(Delivery.of("b"), pay("b", 2, 20));
 
-        List<Outcome> outcomes = inbox.handleBatch(List.of(
-                new JdbcInbox.Delivery("c", null, pay("c", 3, 30)),
-                new JdbcInbox.Delivery("b", null, pay("b", 2, 20)),
-                new JdbcInbox.Delivery("a", null, c -> {
+        List<Outcome> outcomes = handleEach(
+                inbox,
+                message("c", null, pay("c", 3, 30)),
+                message("b", null, pay("b", 2, 20)),
+                message("a", null, c -> {
                     pay("a", 1, 10).handle(c);
                     throw new IllegalStateException("a fails");
                 }),
-                new JdbcInbox.Delivery("c", null, pay("c", 3, 30)),
-                new JdbcInbox.Delivery("d", "fp-1", pay("d", 4, 40)),
-                new JdbcInbox.Delivery("d", "fp-2", pay("d", 4, 40))));
+                message("c", null, pay("c", 3, 30)),
+                message("d", "fp-1", pay("d", 4, 40)),
+                message("d", "fp-2", pay("d", 4, 40)));
 
         assertThat(outcomes)
                 .extracting(Outcome::type)
@@ -470,7 +663,7 @@ abstract class InboxTestBase extends InboxFixture {
         assertThat(balance(2)).isEqualTo(INITIAL_BALANCE - 20);
         assertThat(balance(3)).isEqualTo(INITIAL_BALANCE - 30);
         assertThat(balance(4)).isEqualTo(INITIAL_BALANCE - 40);
-        assertThat(inbox.handle("a", null, pay("a", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("a"), pay("a", 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(ledgerRows("a")).isEqualTo(1);
     }
 
@@ -492,10 +685,10 @@ abstract class InboxTestBase extends InboxFixture {
                             keys.add(k);
                         }
                         Collections.shuffle(keys, random);
-                        List<JdbcInbox.Delivery> batch = keys.subList(0, 50).stream()
-                                .map(k -> new JdbcInbox.Delivery("k" + k, null, pay("k" + k, k, k + 1)))
-                                .toList();
-                        inbox.handleBatch(batch);
+                        List<Integer> batch = keys.subList(0, 50);
+                        inbox.handleBatch(
+                                batch.stream().map(k -> Delivery.of("k" + k)).toList(),
+                                BatchHandler.eachOf(i -> pay("k" + batch.get(i), batch.get(i), batch.get(i) + 1)));
                     }
                     return null;
                 }));
@@ -528,9 +721,9 @@ abstract class InboxTestBase extends InboxFixture {
         claimAndComplete(store, "young", Duration.ofHours(10));
         store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "crashed"), "o", Duration.ofMinutes(1)));
         store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "running"), "o", Duration.ofHours(10)));
-        inbox().handle("inbox-old", null, pay("inbox-old", 1, 1));
+        inbox().handle(Delivery.of("inbox-old"), pay("inbox-old", 1, 1));
         clock.advance(Duration.ofDays(8));
-        inbox().handle("inbox-young", null, pay("inbox-young", 1, 1));
+        inbox().handle(Delivery.of("inbox-young"), pay("inbox-young", 1, 1));
         clock.advance(Duration.ofHours(-8 * 24).plusHours(2));
 
         int purged = store.purgeExpired();
@@ -612,7 +805,7 @@ abstract class InboxTestBase extends InboxFixture {
                         store.claim(ClaimRequest.of(IdempotencyKey.of(namespace, "k"), "o", Duration.ofMinutes(1))))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("/dev/idem/jdbc/ddl/");
-        assertThatThrownBy(() -> inbox.handle("k", null, pay("k", 1, 1)))
+        assertThatThrownBy(() -> inbox.handle(Delivery.of("k"), pay("k", 1, 1)))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("createTableIfMissing");
     }
@@ -626,7 +819,9 @@ abstract class InboxTestBase extends InboxFixture {
         JdbcInbox inbox =
                 inboxBuilder().table("other_keys").createTableIfMissing(true).build();
 
-        assertThat(inbox.handle("k", null, c -> Outcome.processed()).type()).isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(inbox.handle("k", null, c -> Outcome.processed()).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(inbox.handle(Delivery.of("k"), c -> Outcome.processed()).type())
+                .isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inbox.handle(Delivery.of("k"), c -> Outcome.processed()).type())
+                .isEqualTo(Outcome.Type.DUPLICATE);
     }
 }

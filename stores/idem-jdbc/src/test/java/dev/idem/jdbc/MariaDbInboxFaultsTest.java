@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
 import dev.idem.testsupport.TestDatabase;
@@ -36,13 +37,13 @@ class MariaDbInboxFaultsTest extends InboxFaultsContract {
         JdbcInbox inbox = inbox();
         AtomicInteger runs = new AtomicInteger();
 
-        Outcome outcome = inbox.handle("p1", null, c -> {
+        Outcome outcome = inbox.handle(Delivery.of("p1"), c -> {
             if (runs.incrementAndGet() == 1) {
                 swallowDeadlock(c);
             }
             return pay("p1", 1, 10).handle(c);
         });
-        Outcome redelivered = inbox.handle("p1", null, pay("p1", 1, 10));
+        Outcome redelivered = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
 
         assertThat(outcome.type()).as("%s", outcome).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(redelivered.type()).isEqualTo(Outcome.Type.DUPLICATE);
@@ -56,16 +57,14 @@ class MariaDbInboxFaultsTest extends InboxFaultsContract {
         JdbcInbox inbox = inbox();
         AtomicInteger runs = new AtomicInteger();
 
-        List<Outcome> outcomes = inbox.handleBatch(List.of(
-                new JdbcInbox.Delivery("a", null, pay("a", 3, 30)), new JdbcInbox.Delivery("p1", null, c -> {
-                    if (runs.incrementAndGet() == 1) {
-                        swallowDeadlock(c);
-                    }
-                    return pay("p1", 1, 10).handle(c);
-                })));
-        List<Outcome> redelivered = inbox.handleBatch(List.of(
-                new JdbcInbox.Delivery("a", null, pay("a", 3, 30)),
-                new JdbcInbox.Delivery("p1", null, pay("p1", 1, 10))));
+        List<Outcome> outcomes = handleEach(inbox, message("a", null, pay("a", 3, 30)), message("p1", null, c -> {
+            if (runs.incrementAndGet() == 1) {
+                swallowDeadlock(c);
+            }
+            return pay("p1", 1, 10).handle(c);
+        }));
+        List<Outcome> redelivered =
+                handleEach(inbox, message("a", null, pay("a", 3, 30)), message("p1", null, pay("p1", 1, 10)));
 
         assertThat(outcomes).extracting(Outcome::type).containsOnly(Outcome.Type.PROCESSED);
         assertThat(redelivered).extracting(Outcome::type).containsOnly(Outcome.Type.DUPLICATE);
@@ -78,7 +77,7 @@ class MariaDbInboxFaultsTest extends InboxFaultsContract {
         JdbcInbox inbox = inbox();
         try (Connection tx = db.connection()) {
             tx.setAutoCommit(false);
-            assertThatThrownBy(() -> inbox.handle(tx, "p1", null, c -> {
+            assertThatThrownBy(() -> inbox.handle(tx, Delivery.of("p1"), c -> {
                         swallowDeadlock(c);
                         return pay("p1", 1, 10).handle(c);
                     }))

@@ -2,6 +2,7 @@ package dev.idem.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.testsupport.TestDatabase;
 import java.sql.SQLException;
@@ -28,12 +29,13 @@ class MariaDbInboxTest extends ServerInboxTestBase {
     @Test
     void mysqlDialect_batchWithoutReturning_tellsNewKeysFromTakenOnes() throws SQLException {
         JdbcInbox inbox = inboxBuilder().dialect(Dialect.MYSQL).build();
-        inbox.handle("b", null, pay("b", 2, 20));
+        inbox.handle(Delivery.of("b"), pay("b", 2, 20));
 
-        List<Outcome> outcomes = inbox.handleBatch(List.of(
-                new JdbcInbox.Delivery("c", null, pay("c", 3, 30)),
-                new JdbcInbox.Delivery("b", null, pay("b", 2, 20)),
-                new JdbcInbox.Delivery("a", null, pay("a", 1, 10))));
+        List<Outcome> outcomes = handleEach(
+                inbox,
+                message("c", null, pay("c", 3, 30)),
+                message("b", null, pay("b", 2, 20)),
+                message("a", null, pay("a", 1, 10)));
 
         assertThat(outcomes)
                 .extracting(Outcome::type)

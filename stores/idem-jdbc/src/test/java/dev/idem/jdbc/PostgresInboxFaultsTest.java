@@ -3,6 +3,7 @@ package dev.idem.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
 import dev.idem.testsupport.TestDatabase;
@@ -59,9 +60,10 @@ class PostgresInboxFaultsTest extends InboxFaultsContract {
                 try (Statement s = tx.createStatement()) {
                     s.execute("SELECT 1 FROM accounts WHERE id = 1"); // takes the snapshot
                 }
-                assertThat(inbox.handle(key, null, pay(key, 1, 10)).type()).isEqualTo(Outcome.Type.PROCESSED);
+                assertThat(inbox.handle(Delivery.of(key), pay(key, 1, 10)).type())
+                        .isEqualTo(Outcome.Type.PROCESSED);
 
-                assertThatThrownBy(() -> inbox.handle(tx, key, null, pay(key, 1, 10)))
+                assertThatThrownBy(() -> inbox.handle(tx, Delivery.of(key), pay(key, 1, 10)))
                         .isInstanceOf(RetryLaterException.class)
                         .hasMessageContaining("snapshot");
                 tx.rollback();
@@ -69,7 +71,7 @@ class PostgresInboxFaultsTest extends InboxFaultsContract {
             try (Connection tx = db.connection()) {
                 tx.setAutoCommit(false);
                 tx.setTransactionIsolation(level);
-                assertThat(inbox.handle(tx, key, null, pay(key, 1, 10)).type())
+                assertThat(inbox.handle(tx, Delivery.of(key), pay(key, 1, 10)).type())
                         .as("the transaction run again")
                         .isEqualTo(Outcome.Type.DUPLICATE);
                 tx.commit();
@@ -81,11 +83,12 @@ class PostgresInboxFaultsTest extends InboxFaultsContract {
     @Test
     void joinedTransaction_underRepeatableRead_markCommittedBeforeTheSnapshot_isDuplicate() throws SQLException {
         JdbcInbox inbox = inbox();
-        inbox.handle("p1", null, pay("p1", 1, 10));
+        inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
         try (Connection tx = db.connection()) {
             tx.setAutoCommit(false);
             tx.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
-            assertThat(inbox.handle(tx, "p1", null, pay("p1", 1, 10)).type()).isEqualTo(Outcome.Type.DUPLICATE);
+            assertThat(inbox.handle(tx, Delivery.of("p1"), pay("p1", 1, 10)).type())
+                    .isEqualTo(Outcome.Type.DUPLICATE);
             tx.commit();
         }
         assertThat(ledgerRows("p1")).isEqualTo(1);

@@ -2,8 +2,10 @@ package dev.idem.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.Delivery;
 import dev.idem.Fingerprint;
 import dev.idem.Guard;
+import dev.idem.HandlingContext;
 import dev.idem.Outcome;
 import dev.idem.testsupport.ReadmeSnippets;
 import dev.idem.testsupport.TestDatabase;
@@ -13,6 +15,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -61,7 +64,7 @@ class ReadmeJdbcExampleTest {
         // readme:inbox begin
         JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace("payments").build();
 
-        Outcome outcome = inbox.handle(message.key(), Fingerprint.of(message.body()), connection -> {
+        Outcome outcome = inbox.handle(Delivery.of(message.key(), Fingerprint.of(message.body())), connection -> {
             try (var debit = connection.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?")) {
                 debit.setLong(1, message.amount());
                 debit.setLong(2, message.accountId());
@@ -71,6 +74,52 @@ class ReadmeJdbcExampleTest {
         });
         // readme:inbox end
         return outcome;
+    }
+
+    @Test
+    void readmeInboxBatchExample_debitsEachNewMessageOnce_inOneJdbcBatch_andIsShownVerbatim() throws SQLException {
+        try (TestDatabase db = TestDatabase.h2("ReadmeJdbcExampleTest")) {
+            db.execute("CREATE TABLE account (id BIGINT PRIMARY KEY, balance BIGINT NOT NULL)");
+            db.execute("INSERT INTO account VALUES (7, 100), (8, 100)");
+            JdbcInbox inbox = JdbcInbox.builder(db.dataSource())
+                    .createTableIfMissing(true)
+                    .namespace("payments")
+                    .build();
+            inbox.handle(Delivery.of("pay-1"), c -> Outcome.processed()); // an earlier delivery
+            List<Message> messages = List.of(
+                    new Message("pay-1", new byte[] {1}, 30, 7),
+                    new Message("pay-2", new byte[] {2}, 20, 7),
+                    new Message("pay-3", new byte[] {3}, 5, 8));
+
+            // readme:inbox-batch begin
+            List<Delivery> deliveries =
+                    messages.stream().map(m -> Delivery.of(m.key())).toList();
+            List<Outcome> outcomes = inbox.handleBatch(deliveries, (connection, fresh) -> { // the new ones only
+                try (var debit = connection.prepareStatement("UPDATE account SET balance = balance - ? WHERE id = ?")) {
+                    for (HandlingContext context : fresh) {
+                        Message message = messages.get(context.index()); // its position in your list
+                        debit.setLong(1, message.amount());
+                        debit.setLong(2, message.accountId());
+                        debit.addBatch();
+                    }
+                    debit.executeBatch(); // one round trip for the whole batch, in the marks' transaction
+                }
+                return Collections.nCopies(fresh.size(), Outcome.processed()); // one per context, in order
+            });
+            // readme:inbox-batch end
+
+            assertThat(outcomes)
+                    .extracting(Outcome::type)
+                    .containsExactly(Outcome.Type.DUPLICATE, Outcome.Type.PROCESSED, Outcome.Type.PROCESSED);
+            try (Connection c = db.connection();
+                    ResultSet rs = c.createStatement().executeQuery("SELECT balance FROM account ORDER BY id")) {
+                rs.next();
+                assertThat(rs.getLong(1)).isEqualTo(80);
+                rs.next();
+                assertThat(rs.getLong(1)).isEqualTo(95);
+            }
+        }
+        ReadmeSnippets.assertShown(SOURCE, "inbox-batch");
     }
 
     @Test

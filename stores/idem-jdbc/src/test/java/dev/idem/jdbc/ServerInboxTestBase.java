@@ -2,6 +2,7 @@ package dev.idem.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.idem.Delivery;
 import dev.idem.Outcome;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -30,7 +31,7 @@ abstract class ServerInboxTestBase extends InboxTestBase {
         AtomicLong backend = new AtomicLong();
         CountDownLatch wrote = new CountDownLatch(1);
         CountDownLatch killed = new CountDownLatch(1);
-        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
+        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("p1"), c -> {
             pay("p1", 1, 10).handle(c);
             try (Statement s = c.createStatement();
                     ResultSet rs = s.executeQuery(backendIdQuery())) {
@@ -61,7 +62,7 @@ abstract class ServerInboxTestBase extends InboxTestBase {
         AtomicLong backend = new AtomicLong();
         CountDownLatch started = new CountDownLatch(1);
         CountDownLatch killed = new CountDownLatch(1);
-        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle("p1", null, c -> {
+        CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("p1"), c -> {
             try (Statement s = c.createStatement();
                     ResultSet rs = s.executeQuery(backendIdQuery())) {
                 rs.next();
@@ -88,7 +89,7 @@ abstract class ServerInboxTestBase extends InboxTestBase {
         Outcome outcome;
         int attempts = 0;
         do {
-            outcome = inbox.handle("p1", null, pay("p1", 1, 10));
+            outcome = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
         } while (!outcome.isFinal() && ++attempts < 20);
         return outcome;
     }

@@ -90,6 +90,12 @@ public class IdemAutoConfiguration {
                 ObjectProvider<IdempotentObserver> observer) {
             return new IdempotentAdvisor(new LazyInterceptor(guards, properties, codec, observer));
         }
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static IdempotentAdvisor idempotentBatchFailureAdvisor() {
+            return IdempotentAdvisor.outsideTheTransaction();
+        }
     }
 
     /** Makes sure an auto-proxy creator exists (Spring Boot's AOP auto-configuration may be excluded). */

@@ -19,6 +19,7 @@ import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.expression.EvaluationContext;
 import org.springframework.expression.EvaluationException;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -33,6 +34,11 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private final IdempotentObserver observer;
     private final Function<Method, IdempotentMethod> parse;
     private final Map<Method, IdempotentMethod> methods = new ConcurrentHashMap<>();
+    private final Function<Method, BatchMethod> parseBatch;
+    private final Map<Method, BatchMethod> batchMethods = new ConcurrentHashMap<>();
+
+    /** An {@link IdempotentBatch} method and the position of its list. */
+    private record BatchMethod(IdempotentMethod method, int listParameter) {}
 
     IdempotentInterceptor(
             IdempotentGuards guards,
@@ -46,25 +52,39 @@ final class IdempotentInterceptor implements MethodInterceptor {
                 Objects.requireNonNull(AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class)),
                 defaultNamespace,
                 codec);
+        this.parseBatch = method -> new BatchMethod(
+                new IdempotentMethod(
+                        method,
+                        Objects.requireNonNull(
+                                AnnotatedElementUtils.findMergedAnnotation(method, IdempotentBatch.class)),
+                        defaultNamespace,
+                        codec),
+                IdempotentBatchCall.listParameter(method));
     }
 
     @Override
     public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
         Object target = Objects.requireNonNull(invocation.getThis(), "@Idempotent guards methods of beans");
         Method method = AopUtils.getMostSpecificMethod(invocation.getMethod(), target.getClass());
+        if (AnnotatedElementUtils.hasAnnotation(method, IdempotentBatch.class)) {
+            BatchMethod batch = batchMethods.computeIfAbsent(method, parseBatch);
+            return IdempotentBatchCall.run(guards, batch.method(), batch.listParameter(), invocation);
+        }
         IdempotentMethod m = methods.computeIfAbsent(method, parse);
         String key;
         String fingerprint;
         try {
-            key = m.key(target, invocation.getArguments());
-            fingerprint = m.fingerprint(target, invocation.getArguments());
+            EvaluationContext context = m.context(target, invocation.getArguments());
+            key = m.key(context);
+            fingerprint = m.fingerprint(context);
         } catch (EvaluationException e) {
             throw new IdempotentRejectedException(
                     m.namespace(),
                     Outcome.rejected("the key or fingerprint expression failed on this message: " + e.getMessage(), e));
         }
         Call call = new Call(invocation, m.codec());
-        if (inTransaction()) {
+        DataSource ds = guards.dataSource();
+        if (ds != null && inTransaction(ds)) {
             JdbcInbox inbox = guards.inbox(m.namespace());
             return observed(m, "inbox", inbox.describe(), call, () -> joined(inbox, key, fingerprint, call));
         }
@@ -92,10 +112,9 @@ final class IdempotentInterceptor implements MethodInterceptor {
         }
     }
 
-    private boolean inTransaction() {
-        DataSource ds = guards.dataSource();
-        return ds != null
-                && TransactionSynchronizationManager.isActualTransactionActive()
+    /** Whether a Spring transaction holds a connection of {@code ds} on this thread. */
+    static boolean inTransaction(DataSource ds) {
+        return TransactionSynchronizationManager.isActualTransactionActive()
                 && TransactionSynchronizationManager.hasResource(ds);
     }
 

@@ -145,7 +145,7 @@ public final class DeliveryProcessor {
         MessageHandler h = handler;
         if (h == null) {
             throw new IllegalStateException("this DeliveryProcessor was built without a handler: it only settles"
-                    + " (settleWithoutAck); call .handler(...) on the builder to process deliveries");
+                    + " (settleWithoutAck); build it with .handler(...).build() to process deliveries");
         }
         try {
             return Objects.requireNonNull(h.handle(key, message), "a handler must return an Outcome, not null");
@@ -331,7 +331,7 @@ public final class DeliveryProcessor {
             return this;
         }
 
-        /** The guarded handler: required by {@link DeliveryProcessor#process}, not by {@link DeliveryProcessor#settleWithoutAck}. */
+        /** Required by {@link #build()}: the guarded handler. */
         public Builder handler(MessageHandler handler) {
             this.handler = Objects.requireNonNull(handler, "handler");
             return this;
@@ -359,6 +359,18 @@ public final class DeliveryProcessor {
         }
 
         public DeliveryProcessor build() {
+            if (handler == null) {
+                throw new ConfigurationException("a DeliveryProcessor needs a handler: call .handler((key, message) ->"
+                        + " guard.run(key, () -> ...)) on the builder");
+            }
+            return new DeliveryProcessor(this);
+        }
+
+        /**
+         * A processor without a handler, for {@link DeliveryProcessor#settleWithoutAck} only (a container that runs the
+         * guarded listener and acks by itself); its {@link DeliveryProcessor#process} refuses to run.
+         */
+        public DeliveryProcessor buildForSettling() {
             return new DeliveryProcessor(this);
         }
     }

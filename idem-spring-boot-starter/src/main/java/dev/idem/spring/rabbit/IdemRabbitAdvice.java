@@ -133,7 +133,7 @@ public final class IdemRabbitAdvice implements MethodInterceptor {
                         .retryPolicy(retryPolicy)
                         .confirmTimeout(confirmTimeout)
                         .listener(listener)
-                        .build());
+                        .buildForSettling());
     }
 
     /** The amqp-client delivery of a Spring message, as idem-rabbitmq reads it. */

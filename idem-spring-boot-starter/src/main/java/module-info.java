@@ -15,23 +15,30 @@ module dev.idem.spring {
     requires spring.expression;
     requires spring.jdbc;
     requires spring.tx;
+    requires static com.rabbitmq.client;
     requires static dev.idem.micrometer;
+    requires static dev.idem.rabbitmq;
     requires static dev.idem.redis;
     requires static flyway.core;
     requires static kafka.clients;
     requires static lettuce.core;
     requires static liquibase.core;
+    requires static micrometer.commons;
     requires static micrometer.core;
+    requires static micrometer.observation;
     requires static org.jspecify;
     requires static spring.boot.actuator;
     requires static spring.boot.actuator.autoconfigure;
+    requires static spring.amqp;
     requires static spring.boot.health;
     requires static spring.data.redis;
     requires static spring.kafka;
+    requires static spring.rabbit;
 
     exports dev.idem.spring;
     exports dev.idem.spring.actuate;
     exports dev.idem.spring.kafka;
+    exports dev.idem.spring.rabbit;
     exports dev.idem.spring.schema;
 
     opens dev.idem.spring to
@@ -43,6 +50,10 @@ module dev.idem.spring {
             spring.beans,
             spring.context;
     opens dev.idem.spring.kafka to
+            spring.core,
+            spring.beans,
+            spring.context;
+    opens dev.idem.spring.rabbit to
             spring.core,
             spring.beans,
             spring.context;

@@ -86,8 +86,15 @@ public class IdemAutoConfiguration {
         static IdempotentAdvisor idempotentAdvisor(
                 ObjectProvider<IdempotentGuards> guards,
                 ObjectProvider<IdemProperties> properties,
-                ObjectProvider<ResultCodec> codec) {
-            return new IdempotentAdvisor(new LazyInterceptor(guards, properties, codec));
+                ObjectProvider<ResultCodec> codec,
+                ObjectProvider<IdempotentObserver> observer) {
+            return new IdempotentAdvisor(new LazyInterceptor(guards, properties, codec, observer));
+        }
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static IdempotentAdvisor idempotentBatchFailureAdvisor() {
+            return IdempotentAdvisor.outsideTheTransaction();
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.idem.spring;
 
+import dev.idem.RetryPolicy;
 import java.time.Duration;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -20,6 +21,7 @@ public class IdemProperties {
     private final Jdbc jdbc = new Jdbc();
     private final Redis redis = new Redis();
     private final Kafka kafka = new Kafka();
+    private final Rabbit rabbit = new Rabbit();
 
     public @Nullable String getNamespace() {
         return namespace;
@@ -55,6 +57,10 @@ public class IdemProperties {
 
     public Kafka getKafka() {
         return kafka;
+    }
+
+    public Rabbit getRabbit() {
+        return rabbit;
     }
 
     /** The database: the inbox of transactional calls, the lease store when there is no Redis, the purge. */
@@ -154,46 +160,32 @@ public class IdemProperties {
         }
     }
 
-    /** The spring-kafka error handler the starter declares (unless the application declares a CommonErrorHandler). */
-    public static class Kafka {
-        /** Declare the error handler. */
-        private boolean errorHandler = true;
-
-        /** Publish records that are dead-lettered to {@code <topic>-dlt} (needs a KafkaTemplate). */
-        private boolean deadLetter = true;
-
-        /** Delay before the next delivery of a record whose outcome was OUT_OF_ORDER or FAILED, at first. */
+    /** Back-off and bound of redeliveries, shared by the spring-kafka and spring-rabbit settings. */
+    public static class Retries {
+        /** Delay before the next delivery of a message whose outcome was OUT_OF_ORDER or FAILED, at first. */
         private Duration initialDelay = Duration.ofMillis(200);
 
         /** Growth of that delay per attempt. */
         private double multiplier = 2.0;
 
-        /** Cap on any delay; keep it well below max.poll.interval.ms. */
+        /** Cap on any delay (spring-kafka: keep it well below max.poll.interval.ms). */
         private Duration maxDelay = Duration.ofSeconds(30);
 
-        /** Deliveries of an OUT_OF_ORDER or FAILED record before it is dead-lettered. IN_PROGRESS is never counted. */
+        /** Deliveries of an OUT_OF_ORDER or FAILED message before it is dead-lettered. IN_PROGRESS never counts. */
         private int maxAttempts = 10;
 
         /** Fraction by which each delay is randomly shortened or lengthened. */
         private double jitter = 0.2;
 
-        /** Delay before a record whose key is IN_PROGRESS is delivered again, when the guard suggests none. */
-        private Duration inProgressDelay = Duration.ofSeconds(1);
-
-        public boolean isErrorHandler() {
-            return errorHandler;
-        }
-
-        public void setErrorHandler(boolean errorHandler) {
-            this.errorHandler = errorHandler;
-        }
-
-        public boolean isDeadLetter() {
-            return deadLetter;
-        }
-
-        public void setDeadLetter(boolean deadLetter) {
-            this.deadLetter = deadLetter;
+        /** These settings as Idem's retry policy. */
+        public RetryPolicy retryPolicy() {
+            return RetryPolicy.builder()
+                    .initialDelay(initialDelay)
+                    .multiplier(multiplier)
+                    .maxDelay(maxDelay)
+                    .maxAttempts(maxAttempts)
+                    .jitter(jitter)
+                    .build();
         }
 
         public Duration getInitialDelay() {
@@ -235,6 +227,34 @@ public class IdemProperties {
         public void setJitter(double jitter) {
             this.jitter = jitter;
         }
+    }
+
+    /** The spring-kafka error handler the starter declares (unless the application declares a CommonErrorHandler). */
+    public static class Kafka extends Retries {
+        /** Declare the error handler. */
+        private boolean errorHandler = true;
+
+        /** Publish records that are dead-lettered to {@code <topic>-dlt} (needs a KafkaTemplate). */
+        private boolean deadLetter = true;
+
+        /** Delay before a record whose key is IN_PROGRESS is delivered again, when the guard suggests none. */
+        private Duration inProgressDelay = Duration.ofSeconds(1);
+
+        public boolean isErrorHandler() {
+            return errorHandler;
+        }
+
+        public void setErrorHandler(boolean errorHandler) {
+            this.errorHandler = errorHandler;
+        }
+
+        public boolean isDeadLetter() {
+            return deadLetter;
+        }
+
+        public void setDeadLetter(boolean deadLetter) {
+            this.deadLetter = deadLetter;
+        }
 
         public Duration getInProgressDelay() {
             return inProgressDelay;
@@ -242,6 +262,34 @@ public class IdemProperties {
 
         public void setInProgressDelay(Duration inProgressDelay) {
             this.inProgressDelay = inProgressDelay;
+        }
+    }
+
+    /**
+     * Redeliveries and dead letters of {@code @RabbitListener} methods guarded by {@code @Idempotent}, through
+     * idem-rabbitmq's retry queue ({@code <queue>.retry}) and dead-letter exchange ({@code <queue>.dlx}).
+     */
+    public static class Rabbit extends Retries {
+        /** Add Idem's advice to Spring Boot's Rabbit listener container factories. */
+        private boolean advice = true;
+
+        /** How long to wait for the broker to confirm a retry copy or a dead letter before the ack. */
+        private Duration confirmTimeout = Duration.ofSeconds(10);
+
+        public boolean isAdvice() {
+            return advice;
+        }
+
+        public void setAdvice(boolean advice) {
+            this.advice = advice;
+        }
+
+        public Duration getConfirmTimeout() {
+            return confirmTimeout;
+        }
+
+        public void setConfirmTimeout(Duration confirmTimeout) {
+            this.confirmTimeout = confirmTimeout;
         }
     }
 }

@@ -63,6 +63,12 @@ public final class IdempotentGuards implements DisposableBean {
         });
     }
 
+    /** The lease store's description ({@code IdempotencyStore.describe()}), or {@code none}. */
+    public String leaseStoreDescription() {
+        IdempotencyStore store = leaseStore;
+        return store == null ? "none" : store.describe();
+    }
+
     /** The lease guard of {@code namespace}, or null when there is no lease store. */
     public @Nullable Guard guard(String namespace) {
         IdempotencyStore store = leaseStore;

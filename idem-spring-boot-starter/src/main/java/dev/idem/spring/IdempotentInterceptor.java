@@ -4,6 +4,7 @@ import dev.idem.ConfigurationException;
 import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.Outcome;
+import dev.idem.jdbc.JdbcInbox;
 import java.lang.reflect.Method;
 import java.lang.reflect.UndeclaredThrowableException;
 import java.sql.Connection;
@@ -11,12 +12,14 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.expression.EvaluationContext;
 import org.springframework.expression.EvaluationException;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
@@ -28,56 +31,104 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
  */
 final class IdempotentInterceptor implements MethodInterceptor {
     private final IdempotentGuards guards;
+    private final IdempotentObserver observer;
     private final Function<Method, IdempotentMethod> parse;
     private final Map<Method, IdempotentMethod> methods = new ConcurrentHashMap<>();
+    private final Function<Method, BatchMethod> parseBatch;
+    private final Map<Method, BatchMethod> batchMethods = new ConcurrentHashMap<>();
 
-    IdempotentInterceptor(IdempotentGuards guards, @Nullable String defaultNamespace, ResultCodec codec) {
+    /** An {@link IdempotentBatch} method and the position of its list. */
+    private record BatchMethod(IdempotentMethod method, int listParameter) {}
+
+    IdempotentInterceptor(
+            IdempotentGuards guards,
+            IdempotentObserver observer,
+            @Nullable String defaultNamespace,
+            ResultCodec codec) {
         this.guards = guards;
+        this.observer = observer;
         this.parse = method -> new IdempotentMethod(
                 method,
                 Objects.requireNonNull(AnnotatedElementUtils.findMergedAnnotation(method, Idempotent.class)),
                 defaultNamespace,
                 codec);
+        this.parseBatch = method -> new BatchMethod(
+                new IdempotentMethod(
+                        method,
+                        Objects.requireNonNull(
+                                AnnotatedElementUtils.findMergedAnnotation(method, IdempotentBatch.class)),
+                        defaultNamespace,
+                        codec),
+                IdempotentBatchCall.listParameter(method));
     }
 
     @Override
     public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
         Object target = Objects.requireNonNull(invocation.getThis(), "@Idempotent guards methods of beans");
         Method method = AopUtils.getMostSpecificMethod(invocation.getMethod(), target.getClass());
+        if (AnnotatedElementUtils.hasAnnotation(method, IdempotentBatch.class)) {
+            BatchMethod batch = batchMethods.computeIfAbsent(method, parseBatch);
+            return IdempotentBatchCall.run(guards, batch.method(), batch.listParameter(), invocation);
+        }
         IdempotentMethod m = methods.computeIfAbsent(method, parse);
         String key;
         String fingerprint;
         try {
-            key = m.key(target, invocation.getArguments());
-            fingerprint = m.fingerprint(target, invocation.getArguments());
+            EvaluationContext context = m.context(target, invocation.getArguments());
+            key = m.key(context);
+            fingerprint = m.fingerprint(context);
         } catch (EvaluationException e) {
             throw new IdempotentRejectedException(
                     m.namespace(),
                     Outcome.rejected("the key or fingerprint expression failed on this message: " + e.getMessage(), e));
         }
         Call call = new Call(invocation, m.codec());
-        Outcome outcome = inTransaction() ? joined(m, key, fingerprint, call) : leased(m, key, fingerprint, call);
-        return call.answer(m, outcome);
+        DataSource ds = guards.dataSource();
+        if (ds != null && inTransaction(ds)) {
+            JdbcInbox inbox = guards.inbox(m.namespace());
+            return observed(m, "inbox", inbox.describe(), call, () -> joined(inbox, key, fingerprint, call));
+        }
+        Guard guard = leaseGuard(m);
+        return observed(
+                m,
+                "lease",
+                guards.leaseStoreDescription(),
+                call,
+                () -> guard.handle(Delivery.of(key, fingerprint), ctx -> call.run()));
     }
 
-    private boolean inTransaction() {
-        DataSource ds = guards.dataSource();
-        return ds != null
-                && TransactionSynchronizationManager.isActualTransactionActive()
+    private @Nullable Object observed(
+            IdempotentMethod m, String guardKind, String store, Call call, Supplier<Outcome> guarded) throws Throwable {
+        IdempotentObserver.Handling handling = observer.start(m.namespace(), guardKind, store);
+        try {
+            Outcome outcome = guarded.get();
+            handling.outcome(outcome);
+            return call.answer(m, outcome);
+        } catch (Throwable t) {
+            handling.error(t);
+            throw t;
+        } finally {
+            handling.stop();
+        }
+    }
+
+    /** Whether a Spring transaction holds a connection of {@code ds} on this thread. */
+    static boolean inTransaction(DataSource ds) {
+        return TransactionSynchronizationManager.isActualTransactionActive()
                 && TransactionSynchronizationManager.hasResource(ds);
     }
 
-    private Outcome joined(IdempotentMethod m, String key, @Nullable String fingerprint, Call call) {
+    private Outcome joined(JdbcInbox inbox, String key, @Nullable String fingerprint, Call call) {
         DataSource ds = Objects.requireNonNull(guards.dataSource(), "a joined call needs the application's DataSource");
         Connection connection = DataSourceUtils.getConnection(ds);
         try {
-            return guards.inbox(m.namespace()).handle(connection, Delivery.of(key, fingerprint), c -> call.run());
+            return inbox.handle(connection, Delivery.of(key, fingerprint), c -> call.run());
         } finally {
             DataSourceUtils.releaseConnection(connection, ds);
         }
     }
 
-    private Outcome leased(IdempotentMethod m, String key, @Nullable String fingerprint, Call call) {
+    private Guard leaseGuard(IdempotentMethod m) {
         Guard guard = guards.guard(m.namespace());
         if (guard == null) {
             throw new ConfigurationException("@Idempotent method in namespace '" + m.namespace()
@@ -85,7 +136,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
                     + " store: call it inside @Transactional, or configure idem.redis.uri (or a Redis connection),"
                     + " or enable the database lease store (idem.jdbc.lease-store=true)");
         }
-        return guard.handle(Delivery.of(key, fingerprint), ctx -> call.run());
+        return guard;
     }
 
     /** One invocation of the method: runs it at most once and remembers what it returned or threw. */

@@ -8,37 +8,73 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
 import org.springframework.core.DefaultParameterNameDiscoverer;
 import org.springframework.core.ParameterNameDiscoverer;
+import org.springframework.expression.EvaluationContext;
 import org.springframework.expression.EvaluationException;
 import org.springframework.expression.Expression;
 import org.springframework.expression.ExpressionParser;
 import org.springframework.expression.ParseException;
 import org.springframework.expression.spel.standard.SpelExpressionParser;
+import org.springframework.expression.spel.support.StandardEvaluationContext;
 import org.springframework.util.StringUtils;
 
-/** One {@link Idempotent} method, its annotation parsed once: namespace, key and fingerprint expressions, codec. */
+/**
+ * One {@link Idempotent} or {@link IdempotentBatch} method, its annotation parsed once: namespace, key and fingerprint
+ * expressions, codec.
+ */
 final class IdempotentMethod {
     private static final ExpressionParser PARSER = new SpelExpressionParser();
     private static final ParameterNameDiscoverer NAMES = new DefaultParameterNameDiscoverer();
 
     private final Method method;
+    private final String annotationName;
     private final String namespace;
     private final Expression key;
     private final @Nullable Expression fingerprint;
     private final ResultCodec codec;
 
     IdempotentMethod(Method method, Idempotent annotation, @Nullable String defaultNamespace, ResultCodec codec) {
+        this(
+                method,
+                "@Idempotent",
+                annotation.namespace(),
+                annotation.key(),
+                annotation.fingerprint(),
+                defaultNamespace,
+                codec);
+    }
+
+    IdempotentMethod(Method method, IdempotentBatch annotation, @Nullable String defaultNamespace, ResultCodec codec) {
+        this(
+                method,
+                "@IdempotentBatch",
+                annotation.namespace(),
+                annotation.key(),
+                annotation.fingerprint(),
+                defaultNamespace,
+                codec);
+    }
+
+    private IdempotentMethod(
+            Method method,
+            String annotationName,
+            String namespace,
+            String key,
+            String fingerprint,
+            @Nullable String defaultNamespace,
+            ResultCodec codec) {
         this.method = method;
-        String ns = StringUtils.hasText(annotation.namespace()) ? annotation.namespace() : defaultNamespace;
+        this.annotationName = annotationName;
+        String ns = StringUtils.hasText(namespace) ? namespace : defaultNamespace;
         if (!StringUtils.hasText(ns)) {
-            throw new ConfigurationException("@Idempotent on " + where() + " has no namespace: set"
-                    + " @Idempotent(namespace = \"...\") or the property idem.namespace (e.g. your consumer group)");
+            throw new ConfigurationException(
+                    annotationName + " on " + where() + " has no namespace: set " + annotationName
+                            + "(namespace = \"...\") or the property idem.namespace (e.g. your consumer group)");
         }
         this.namespace = ns;
-        this.key = parse("key", annotation.key());
-        this.fingerprint =
-                StringUtils.hasText(annotation.fingerprint()) ? parse("fingerprint", annotation.fingerprint()) : null;
+        this.key = parse("key", key);
+        this.fingerprint = StringUtils.hasText(fingerprint) ? parse("fingerprint", fingerprint) : null;
         if (!codec.supports(method.getReturnType())) {
-            throw new ConfigurationException("@Idempotent on " + where() + " returns "
+            throw new ConfigurationException(annotationName + " on " + where() + " returns "
                     + method.getReturnType().getName()
                     + ", which the result codec cannot store for duplicates: return void, String or byte[], or declare"
                     + " a ResultCodec bean that supports it");
@@ -63,8 +99,8 @@ final class IdempotentMethod {
      *
      * @throws EvaluationException when the expression fails on these arguments (e.g. a missing header)
      */
-    String key(Object target, @Nullable Object[] arguments) {
-        Object value = evaluate(key, target, arguments);
+    String key(EvaluationContext context) {
+        Object value = key.getValue(context);
         if (value == null) {
             return "";
         }
@@ -77,19 +113,27 @@ final class IdempotentMethod {
      * @throws EvaluationException when the expression fails on these arguments
      */
     @Nullable
-    String fingerprint(Object target, @Nullable Object[] arguments) {
+    String fingerprint(EvaluationContext context) {
         if (fingerprint == null) {
             return null;
         }
-        Object value = evaluate(fingerprint, target, arguments);
+        Object value = fingerprint.getValue(context);
         if (value == null) {
             return null;
         }
         return value instanceof byte[] b ? Fingerprint.of(b) : Fingerprint.of(value.toString());
     }
 
-    private @Nullable Object evaluate(Expression expression, Object target, @Nullable Object[] arguments) {
-        return expression.getValue(new MethodBasedEvaluationContext(target, method, arguments, NAMES));
+    /**
+     * The context the expressions see: the arguments by name ({@code #record}) or position ({@code #p0}), {@code root}
+     * as the root object.
+     */
+    StandardEvaluationContext context(Object root, @Nullable Object[] arguments) {
+        return new MethodBasedEvaluationContext(root, method, arguments, NAMES);
+    }
+
+    Method method() {
+        return method;
     }
 
     private Expression parse(String what, String text) {
@@ -97,12 +141,13 @@ final class IdempotentMethod {
             return PARSER.parseExpression(text);
         } catch (ParseException e) {
             throw new ConfigurationException(
-                    "@Idempotent on " + where() + ": " + what + " '" + text + "' is not valid SpEL: " + e.getMessage(),
+                    annotationName + " on " + where() + ": " + what + " '" + text + "' is not valid SpEL: "
+                            + e.getMessage(),
                     e);
         }
     }
 
-    private String where() {
+    String where() {
         return method.getDeclaringClass().getName() + "." + method.getName();
     }
 }

@@ -13,13 +13,16 @@ final class LazyInterceptor implements MethodInterceptor {
     private final ObjectProvider<IdempotentGuards> guards;
     private final ObjectProvider<IdemProperties> properties;
     private final ObjectProvider<ResultCodec> codec;
+    private final ObjectProvider<IdempotentObserver> observer;
     private volatile @Nullable IdempotentInterceptor delegate;
 
     LazyInterceptor(
             ObjectProvider<IdempotentGuards> guards,
             ObjectProvider<IdemProperties> properties,
-            ObjectProvider<ResultCodec> codec) {
+            ObjectProvider<ResultCodec> codec,
+            ObjectProvider<IdempotentObserver> observer) {
         this.guards = guards;
+        this.observer = observer;
         this.properties = properties;
         this.codec = codec;
     }
@@ -32,7 +35,10 @@ final class LazyInterceptor implements MethodInterceptor {
                 d = delegate;
                 if (d == null) {
                     d = new IdempotentInterceptor(
-                            guards.getObject(), properties.getObject().getNamespace(), codec.getObject());
+                            guards.getObject(),
+                            observer.getIfUnique(() -> IdempotentObserver.NONE),
+                            properties.getObject().getNamespace(),
+                            codec.getObject());
                     delegate = d;
                 }
             }

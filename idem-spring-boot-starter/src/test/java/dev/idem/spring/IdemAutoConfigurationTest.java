@@ -1,6 +1,7 @@
 package dev.idem.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.jdbc.JdbcInbox;
 import dev.idem.jdbc.JdbcStore;
@@ -10,7 +11,10 @@ import dev.idem.spring.actuate.IdemHealthIndicator;
 import dev.idem.spring.kafka.IdemKafkaAutoConfiguration;
 import dev.idem.spring.schema.IdemFlywayMigration;
 import dev.idem.testsupport.TestDatabase;
+import io.micrometer.common.KeyValue;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.micrometer.observation.tck.TestObservationRegistry;
+import io.micrometer.observation.tck.TestObservationRegistryAssert;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
@@ -36,6 +40,7 @@ class IdemAutoConfigurationTest {
                     IdemRedisAutoConfiguration.class,
                     IdemAutoConfiguration.class,
                     IdemMetricsAutoConfiguration.class,
+                    IdemObservationAutoConfiguration.class,
                     IdemKafkaAutoConfiguration.class,
                     dev.idem.spring.schema.IdemFlywayAutoConfiguration.class,
                     dev.idem.spring.actuate.IdemActuatorAutoConfiguration.class))
@@ -85,6 +90,56 @@ class IdemAutoConfigurationTest {
                             .count())
                     .isEqualTo(1);
         });
+    }
+
+    @Test
+    void withAnObservationRegistry_eachCallIsObservedWithBoundedKeyValuesAndItsError() {
+        TestObservationRegistry observations = TestObservationRegistry.create();
+        runner.withBean(TestObservationRegistry.class, () -> observations)
+                .withUserConfiguration(Transactions.class)
+                .run(context -> {
+                    Transactions.Service service = context.getBean(Transactions.Service.class);
+                    String key = "obs-" + System.nanoTime();
+                    service.succeed(key);
+                    service.succeed(key);
+                    assertThatThrownBy(() -> service.failAfterTheMark(key + "-fails"))
+                            .isInstanceOf(IllegalStateException.class);
+                    service.outsideATransaction(key + "-leased");
+                });
+        TestObservationRegistryAssert.assertThat(observations)
+                .hasNumberOfObservationsWithNameEqualTo("idem.handling", 4)
+                .hasHandledContextsThatSatisfy(contexts -> {
+                    assertThat(contexts)
+                            .extracting(c ->
+                                    c.getLowCardinalityKeyValue("idem.outcome").getValue())
+                            .containsExactly("processed", "duplicate", "failed", "processed");
+                    assertThat(contexts)
+                            .extracting(c -> c.getLowCardinalityKeyValue("idem.guard.kind")
+                                    .getValue())
+                            .containsExactly("inbox", "inbox", "inbox", "lease");
+                    assertThat(contexts.get(2).getError())
+                            .isInstanceOf(IllegalStateException.class)
+                            .hasMessage("after the mark");
+                    assertThat(contexts.get(0).getError()).isNull();
+                    assertThat(contexts.get(0).getContextualName()).isEqualTo("idem orders");
+                    assertThat(contexts.get(0)
+                                    .getLowCardinalityKeyValue("idem.store")
+                                    .getValue())
+                            .isEqualTo("h2 idem_keys (inbox orders)");
+                    assertThat(contexts.get(3)
+                                    .getLowCardinalityKeyValue("idem.store")
+                                    .getValue())
+                            .startsWith("h2 idem_keys");
+                    for (var c : contexts) {
+                        assertThat(c.getLowCardinalityKeyValues())
+                                .extracting(KeyValue::getKey)
+                                .containsExactlyInAnyOrder(
+                                        "idem.namespace", "idem.guard.kind", "idem.store", "idem.outcome");
+                        assertThat(c.getLowCardinalityKeyValue("idem.namespace").getValue())
+                                .isEqualTo("orders");
+                        assertThat(c.getHighCardinalityKeyValues()).isEmpty();
+                    }
+                });
     }
 
     @Test
@@ -196,6 +251,11 @@ class IdemAutoConfigurationTest {
             @Transactional
             @Idempotent(key = "#key")
             public void succeed(String key) {
+                calls++;
+            }
+
+            @Idempotent(key = "#key")
+            public void outsideATransaction(String key) {
                 calls++;
             }
         }

@@ -73,7 +73,8 @@ abstract class PaymentsAppContract {
         String suffix = TestServers.uniquePrefix("spring");
         String topic = "payments-" + suffix;
         String batchTopic = "batch-payments-" + suffix;
-        for (String t : List.of(topic, batchTopic)) {
+        String batchTxTopic = "batch-tx-payments-" + suffix;
+        for (String t : List.of(topic, batchTopic, batchTxTopic)) {
             KAFKA.createTopic(t, 3);
             KAFKA.createTopic(t + "-dlt", 3);
         }
@@ -84,6 +85,7 @@ abstract class PaymentsAppContract {
         registry.add("spring.kafka.consumer.auto-offset-reset", () -> "earliest");
         registry.add("payments.topic", () -> topic);
         registry.add("payments.batch-topic", () -> batchTopic);
+        registry.add("payments.batch-tx-topic", () -> batchTxTopic);
         registry.add("idem.kafka.initial-delay", () -> "20ms");
         registry.add("idem.kafka.max-delay", () -> "100ms");
         registry.add("idem.kafka.max-attempts", () -> "3");
@@ -205,6 +207,94 @@ abstract class PaymentsAppContract {
             assertThat(ledger.rows(id)).as(id).isEqualTo(1);
         }
         assertThat(ledger.attempts(ids.get(4))).isEqualTo(2);
+    }
+
+    @Test
+    void transactionalBatch_getsOnlyTheNewRecords_duplicatesWithinAndAcrossBatchesFilteredOut() {
+        String batchTxTopic = environment.getRequiredProperty("payments.batch-tx-topic");
+        String group = environment.getRequiredProperty("spring.kafka.consumer.group-id") + "-batch-tx";
+        List<String> first = new ArrayList<>();
+        try (KafkaProducer<String, String> producer = producer()) {
+            for (int i = 0; i < 5; i++) {
+                String id = "batch-tx-" + UUID.randomUUID();
+                first.add(id);
+                producer.send(new ProducerRecord<>(batchTxTopic, 0, id, "amount=1"));
+            }
+        }
+        awaitConsumed(group, batchTxTopic);
+        int callsBefore = ledger.batchCalls().size();
+        String fresh = "batch-tx-" + UUID.randomUUID();
+        try (KafkaProducer<String, String> producer = producer()) {
+            for (String id : first) {
+                producer.send(new ProducerRecord<>(batchTxTopic, 0, id, "amount=1"));
+            }
+            producer.send(new ProducerRecord<>(batchTxTopic, 0, fresh, "amount=1"));
+            producer.send(new ProducerRecord<>(batchTxTopic, 0, fresh, "amount=1"));
+        }
+        awaitConsumed(group, batchTxTopic);
+        List<List<String>> later =
+                ledger.batchCalls().subList(callsBefore, ledger.batchCalls().size());
+        assertThat(later).isNotEmpty().allSatisfy(call -> assertThat(call).containsExactly(fresh));
+        for (String id : first) {
+            assertThat(ledger.rows(id)).as(id).isEqualTo(1);
+            assertThat(marks("batch-tx-payments", id)).as(id).isEqualTo(1);
+        }
+        assertThat(ledger.rows(fresh)).isEqualTo(1);
+    }
+
+    @Test
+    void transactionalBatch_aFailingRecord_isRetriedAndDeadLettered_theOthersAppliedOnce_nothingAckedUnprocessed() {
+        String batchTxTopic = environment.getRequiredProperty("payments.batch-tx-topic");
+        String group = environment.getRequiredProperty("spring.kafka.consumer.group-id") + "-batch-tx";
+        String before = "batch-tx-" + UUID.randomUUID();
+        String failing = "batch-tx-" + UUID.randomUUID();
+        String after = "batch-tx-" + UUID.randomUUID();
+        try (KafkaProducer<String, String> producer = producer()) {
+            producer.send(new ProducerRecord<>(batchTxTopic, 1, before, "amount=1"));
+            producer.send(new ProducerRecord<>(batchTxTopic, 1, failing, "fail:99"));
+            producer.send(new ProducerRecord<>(batchTxTopic, 1, after, "amount=1"));
+            producer.send(new ProducerRecord<>(batchTxTopic, 1, before, "amount=999")); // key reuse: REJECTED
+        }
+        List<ConsumerRecord<String, String>> dead = deadLetters(batchTxTopic + "-dlt", 2);
+        assertThat(dead).anySatisfy(r -> {
+            assertThat(r.key()).isEqualTo(failing);
+            assertThat(header(r, "idem-reason")).contains("failed on attempt");
+        });
+        assertThat(dead).anySatisfy(r -> {
+            assertThat(r.key()).isEqualTo(before);
+            assertThat(r.value()).isEqualTo("amount=999");
+            assertThat(header(r, "idem-outcome")).isEqualTo("REJECTED");
+            assertThat(header(r, "idem-reason")).contains("different payload");
+        });
+        awaitConsumed(group, batchTxTopic);
+        assertThat(ledger.rows(before)).isEqualTo(1);
+        assertThat(ledger.rows(after)).isEqualTo(1);
+        assertThat(ledger.rows(failing)).isZero();
+        assertThat(marks("batch-tx-payments", failing)).isZero();
+        assertThat(ledger.attempts(failing)).isGreaterThanOrEqualTo(3); // the attempt bound, each rolled back
+    }
+
+    @Test
+    void transactionalBatch_rolledBack_leavesNoMarkOfAnyRecord() {
+        String batchTxTopic = environment.getRequiredProperty("payments.batch-tx-topic");
+        List<ConsumerRecord<String, String>> records = List.of(
+                new ConsumerRecord<>(batchTxTopic, 0, 0, "batch-tx-" + UUID.randomUUID(), "amount=1"),
+                new ConsumerRecord<>(batchTxTopic, 0, 1, "batch-tx-" + UUID.randomUUID(), "amount=2"));
+        transactions.executeWithoutResult(status -> {
+            listener.onPaymentBatch(records);
+            status.setRollbackOnly();
+        });
+        for (ConsumerRecord<String, String> r : records) {
+            assertThat(marks("batch-tx-payments", r.key())).isZero();
+            assertThat(ledger.rows(r.key())).isZero();
+        }
+        transactions.executeWithoutResult(status -> listener.onPaymentBatch(records));
+        transactions.executeWithoutResult(status -> listener.onPaymentBatch(records));
+        for (ConsumerRecord<String, String> r : records) {
+            assertThat(marks("batch-tx-payments", r.key())).isEqualTo(1);
+            assertThat(ledger.rows(r.key())).isEqualTo(1);
+            assertThat(ledger.attempts(r.key())).isEqualTo(2); // rolled back, applied; the third call a duplicate
+        }
     }
 
     @Test

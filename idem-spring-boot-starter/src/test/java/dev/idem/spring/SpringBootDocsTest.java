@@ -12,5 +12,9 @@ class SpringBootDocsTest {
     void theListenersOfTheDocs_areTheOnesTheApplicationTestsRun() {
         ReadmeSnippets.assertShown(SOURCE, "spring-record-listener");
         ReadmeSnippets.assertShown(SOURCE, "spring-batch-listener");
+        ReadmeSnippets.assertShown(SOURCE, "spring-transactional-batch-listener");
+        ReadmeSnippets.assertShown(
+                Path.of("src/test/java/dev/idem/spring/rabbitapp/RabbitPaymentListener.java"),
+                "spring-rabbit-listener");
     }
 }

@@ -70,7 +70,7 @@ public final class DeliveryProcessor {
 
     private final RabbitTopology topology;
     private final KeyExtractor keyExtractor;
-    private final MessageHandler handler;
+    private final @Nullable MessageHandler handler;
     private final RetryPolicy retryPolicy;
     private final Duration confirmTimeout;
     private final RabbitEvents events;
@@ -78,7 +78,7 @@ public final class DeliveryProcessor {
     private DeliveryProcessor(Builder b) {
         this.topology = b.topology;
         this.keyExtractor = b.keyExtractor;
-        this.handler = Objects.requireNonNull(b.handler);
+        this.handler = b.handler;
         this.retryPolicy = b.retryPolicy;
         this.confirmTimeout = b.confirmTimeout;
         this.events = new RabbitEvents(b.listener, topology.workQueue());
@@ -110,13 +110,13 @@ public final class DeliveryProcessor {
                     "idempotency key unreadable from " + keyExtractor.describe() + ": "
                             + e.getClass().getName() + ": " + e.getMessage(),
                     e);
-            deadLetter(channel, message, null, rejected, attempt);
+            deadLetter(channel, message, null, rejected, attempt, true);
             return rejected;
         }
         if (key == null || key.isBlank()) {
             Outcome rejected = Outcome.rejected("no idempotency key: " + keyExtractor.describe()
                     + " is missing or blank; the producer must set it before the first publish (RabbitPublisher)");
-            deadLetter(channel, message, null, rejected, attempt);
+            deadLetter(channel, message, null, rejected, attempt, true);
             return rejected;
         }
         Outcome outcome = runHandler(key, message);
@@ -126,21 +126,47 @@ public final class DeliveryProcessor {
                 ack(channel, message);
                 events.committed(key, outcome, attempt);
             }
-            case DEAD_LETTER -> deadLetter(channel, message, key, outcome, attempt);
-            case RETRY -> retry(channel, message, key, outcome, failures);
+            case DEAD_LETTER -> deadLetter(channel, message, key, outcome, attempt, true);
+            case RETRY -> retry(channel, message, key, outcome, failures, true);
         }
         return outcome;
     }
 
+    /**
+     * For a container that acknowledges by itself (spring-rabbit's {@code AUTO} mode): everything {@link #process}
+     * does after a handling that ended {@code outcome}, but the ack. A retried outcome's copy goes to the retry queue
+     * (attempts counted, dead letter at the bound), a {@code REJECTED} one to the dead-letter exchange with the reason;
+     * when this returns the copy is confirmed and the container may ack the delivery. A final outcome does nothing.
+     *
+     * @param key the message's key, for the events; null when unknown
+     * @throws IOException when the copy was not confirmed; the channel was aborted, so the delivery goes back to the
+     *     work queue unacked
+     */
+    public void settleWithoutAck(Channel channel, Delivery message, @Nullable String key, Outcome outcome)
+            throws IOException {
+        int failures = failuresSoFar(message);
+        switch (outcome.action()) {
+            case ACK -> {}
+            case DEAD_LETTER -> deadLetter(channel, message, key, outcome, failures + 1, false);
+            case RETRY -> retry(channel, message, key, outcome, failures, false);
+        }
+    }
+
     private Outcome runHandler(String key, Delivery message) {
+        MessageHandler h = handler;
+        if (h == null) {
+            throw new IllegalStateException("this DeliveryProcessor was built without a handler: it only settles"
+                    + " (settleWithoutAck); build it with .handler(...).build() to process deliveries");
+        }
         try {
-            return Objects.requireNonNull(handler.handle(key, message), "a handler must return an Outcome, not null");
+            return Objects.requireNonNull(h.handle(key, message), "a handler must return an Outcome, not null");
         } catch (Exception e) {
             return Outcome.ofException(e);
         }
     }
 
-    private void retry(Channel channel, Delivery message, String key, Outcome outcome, int failures)
+    private void retry(
+            Channel channel, Delivery message, @Nullable String key, Outcome outcome, int failures, boolean ack)
             throws IOException {
         boolean handlersOwn = outcome.type() != Outcome.Type.IN_PROGRESS;
         int attempt = failures + 1;
@@ -150,7 +176,8 @@ public final class DeliveryProcessor {
                     message,
                     key,
                     outcome.withReason("gave up after " + attempt + " attempts; last: " + outcome.reason()),
-                    attempt);
+                    attempt,
+                    ack);
             return;
         }
         Duration delay = handlersOwn ? backoff(outcome, attempt) : waitForHolder(outcome);
@@ -167,10 +194,11 @@ public final class DeliveryProcessor {
                     key,
                     outcome.withReason("no retry copy possible, its headers exceed the connection's frame_max; last: "
                             + outcome.reason()),
-                    attempt);
+                    attempt,
+                    ack);
             return;
         }
-        publishThenAck(channel, message, "", topology.retryQueue(), copy, "retry copy");
+        publishThenAck(channel, message, "", topology.retryQueue(), copy, "retry copy", ack);
         events.retryScheduled(key, outcome, attempt, delay, topology.retryQueue());
     }
 
@@ -191,7 +219,8 @@ public final class DeliveryProcessor {
         return after.compareTo(retryPolicy.maxDelay()) > 0 ? retryPolicy.maxDelay() : after;
     }
 
-    private void deadLetter(Channel channel, Delivery message, @Nullable String key, Outcome outcome, int attempt)
+    private void deadLetter(
+            Channel channel, Delivery message, @Nullable String key, Outcome outcome, int attempt, boolean ack)
             throws IOException {
         Map<String, Object> headers = headersOf(message);
         headers.put(DLQ_REASON, cut(outcome.reason()));
@@ -213,7 +242,7 @@ public final class DeliveryProcessor {
                             + " bytes)");
             copy = copyOf(message.getProperties()).headers(ours).build();
         }
-        publishThenAck(channel, message, topology.deadLetterExchange(), topology.workQueue(), copy, "dead letter");
+        publishThenAck(channel, message, topology.deadLetterExchange(), topology.workQueue(), copy, "dead letter", ack);
         LOG.log(
                 System.Logger.Level.WARNING,
                 "{0}: message dead-lettered to {1} ({2}): {3}",
@@ -230,7 +259,8 @@ public final class DeliveryProcessor {
             String exchange,
             String routingKey,
             AMQP.BasicProperties copy,
-            String what)
+            String what,
+            boolean ack)
             throws IOException {
         try {
             ConfirmedPublish.publish(channel, exchange, routingKey, copy, message.getBody(), confirmTimeout);
@@ -248,7 +278,9 @@ public final class DeliveryProcessor {
             interrupted.initCause(e);
             throw interrupted;
         }
-        ack(channel, message);
+        if (ack) {
+            ack(channel, message);
+        }
     }
 
     /**
@@ -341,7 +373,7 @@ public final class DeliveryProcessor {
             return this;
         }
 
-        /** Required: the guarded handler. */
+        /** Required by {@link #build()}: the guarded handler. */
         public Builder handler(MessageHandler handler) {
             this.handler = Objects.requireNonNull(handler, "handler");
             return this;
@@ -373,6 +405,14 @@ public final class DeliveryProcessor {
                 throw new ConfigurationException("a DeliveryProcessor needs a handler: call .handler((key, message) ->"
                         + " guard.run(key, () -> ...)) on the builder");
             }
+            return new DeliveryProcessor(this);
+        }
+
+        /**
+         * A processor without a handler, for {@link DeliveryProcessor#settleWithoutAck} only (a container that runs the
+         * guarded listener and acks by itself); its {@link DeliveryProcessor#process} refuses to run.
+         */
+        public DeliveryProcessor buildForSettling() {
             return new DeliveryProcessor(this);
         }
     }

@@ -27,7 +27,7 @@ final class RabbitEvents {
         tell(IdempotencyEvent.Type.COMMITTED, key, outcome, attempt, "acked");
     }
 
-    void retryScheduled(String key, Outcome outcome, int attempt, Duration delay, String retryQueue) {
+    void retryScheduled(@Nullable String key, Outcome outcome, int attempt, Duration delay, String retryQueue) {
         tell(
                 IdempotencyEvent.Type.RETRY_SCHEDULED,
                 key,

@@ -1,7 +1,6 @@
 package dev.idem.spring.kafka;
 
 import dev.idem.IdempotencyListener;
-import dev.idem.RetryPolicy;
 import dev.idem.spring.IdemListeners;
 import dev.idem.spring.IdemProperties;
 import org.springframework.beans.factory.ObjectProvider;
@@ -37,16 +36,9 @@ public class IdemKafkaAutoConfiguration {
         KafkaOperations<?, ?> template = templates.getIfUnique();
         ConsumerRecordRecoverer recoverer =
                 kafka.isDeadLetter() && template != null ? IdemKafka.deadLetters(template) : IdemKafka.keepRetrying();
-        RetryPolicy policy = RetryPolicy.builder()
-                .initialDelay(kafka.getInitialDelay())
-                .multiplier(kafka.getMultiplier())
-                .maxDelay(kafka.getMaxDelay())
-                .maxAttempts(kafka.getMaxAttempts())
-                .jitter(kafka.getJitter())
-                .build();
         return IdemKafka.errorHandler(
                 recoverer,
-                policy,
+                kafka.retryPolicy(),
                 kafka.getInProgressDelay(),
                 new IdemListeners(listeners.orderedStream().toList()));
     }

@@ -42,6 +42,15 @@ public final class IdempotentBatches {
         }
     }
 
+    /**
+     * The exception that tells spring-kafka's {@code DefaultErrorHandler} that the element at {@code index} of a batch
+     * failed with {@code cause} (the records before it are committed; {@link InProgressException} keeps its own
+     * back-off class).
+     */
+    public static BatchListenerFailedException failedAt(int index, Exception cause) {
+        return cause instanceof InProgressException ? new KeyInProgress(index, cause) : new RecordFailed(index, cause);
+    }
+
     /*
      * Two classes, because spring-kafka restarts a record's back-off only when the exception's class changes: a record
      * that was FAILED and is now IN_PROGRESS must leave the bounded back-off for the unbounded one.
@@ -52,6 +61,10 @@ public final class IdempotentBatches {
         KeyInProgress(ConsumerRecord<?, ?> record, Exception cause) {
             super(String.valueOf(cause.getMessage()), cause, record);
         }
+
+        KeyInProgress(int index, Exception cause) {
+            super(String.valueOf(cause.getMessage()), cause, index);
+        }
     }
 
     private static final class RecordFailed extends BatchListenerFailedException {
@@ -59,6 +72,10 @@ public final class IdempotentBatches {
 
         RecordFailed(ConsumerRecord<?, ?> record, Exception cause) {
             super(String.valueOf(cause.getMessage()), cause, record);
+        }
+
+        RecordFailed(int index, Exception cause) {
+            super(String.valueOf(cause.getMessage()), cause, index);
         }
     }
 }

@@ -1,14 +1,18 @@
 package dev.idem.spring.schema;
 
+import dev.idem.jdbc.Dialect;
+import dev.idem.jdbc.Schema;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.Statement;
+import java.util.zip.CRC32;
 import org.flywaydb.core.api.MigrationVersion;
 import org.flywaydb.core.api.migration.Context;
 import org.flywaydb.core.api.migration.JavaMigration;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Idem's tables as a Flyway <em>repeatable</em> migration ({@link IdemDdl}: the DDL idem-jdbc ships). Repeatable, so
+ * Idem's tables as a Flyway <em>repeatable</em> migration ({@link Schema#ddl}: the DDL idem-jdbc ships). Repeatable, so
  * it never collides with the application's own version numbers; it runs after them, and again only when Idem's DDL
  * changes (every statement creates only what is missing). The starter declares it as a bean, which Spring Boot's
  * Flyway picks up.
@@ -30,9 +34,14 @@ public final class IdemFlywayMigration implements JavaMigration {
         return "idem " + table;
     }
 
+    /** A checksum over the statements of every dialect: it changes when Idem's schema does. */
     @Override
     public Integer getChecksum() {
-        return IdemDdl.checksum();
+        CRC32 crc = new CRC32();
+        for (Dialect dialect : Dialect.values()) {
+            Schema.ddl(dialect, table).forEach(sql -> crc.update(sql.getBytes(StandardCharsets.UTF_8)));
+        }
+        return (int) crc.getValue();
     }
 
     @Override
@@ -44,7 +53,7 @@ public final class IdemFlywayMigration implements JavaMigration {
     public void migrate(Context context) throws Exception {
         Connection connection = context.getConnection();
         try (Statement statement = connection.createStatement()) {
-            for (String sql : IdemDdl.statements(IdemDdl.databaseOf(connection), table)) {
+            for (String sql : Schema.ddl(Schema.detect(connection), table)) {
                 statement.execute(sql);
             }
         }

@@ -1,5 +1,10 @@
 package dev.idem.spring.schema;
 
+import dev.idem.ConfigurationException;
+import dev.idem.jdbc.Dialect;
+import dev.idem.jdbc.Schema;
+import java.util.Locale;
+import java.util.Map;
 import liquibase.change.custom.CustomSqlChange;
 import liquibase.database.Database;
 import liquibase.exception.ValidationErrors;
@@ -8,11 +13,15 @@ import liquibase.statement.SqlStatement;
 import liquibase.statement.core.RawSqlStatement;
 
 /**
- * Idem's tables as a Liquibase change ({@link IdemDdl}: the DDL idem-jdbc ships), so that {@code updateSql} shows the
+ * Idem's tables as a Liquibase change ({@link Schema#ddl}: the DDL idem-jdbc ships), so that {@code updateSql} shows the
  * statements. Include {@code classpath:dev/idem/spring/liquibase/idem-changelog.xml} from your master changelog; set
  * the parameter {@code table} there if you changed {@code idem.jdbc.table}.
  */
 public final class IdemLiquibaseChange implements CustomSqlChange {
+    /** Liquibase's short database names, to Idem's dialects. */
+    private static final Map<String, Dialect> DIALECTS = Map.of(
+            "postgresql", Dialect.POSTGRESQL, "mariadb", Dialect.MARIADB, "mysql", Dialect.MYSQL, "h2", Dialect.H2);
+
     private String table = "idem_keys";
 
     public void setTable(String table) {
@@ -21,7 +30,7 @@ public final class IdemLiquibaseChange implements CustomSqlChange {
 
     @Override
     public SqlStatement[] generateStatements(Database database) {
-        return IdemDdl.statements(database.getShortName(), table).stream()
+        return Schema.ddl(dialect(database), table).stream()
                 .map(RawSqlStatement::new)
                 .toArray(SqlStatement[]::new);
     }
@@ -40,10 +49,21 @@ public final class IdemLiquibaseChange implements CustomSqlChange {
     @Override
     public ValidationErrors validate(Database database) {
         ValidationErrors errors = new ValidationErrors();
-        if (!java.util.List.of("postgresql", "mariadb", "mysql", "h2").contains(database.getShortName())) {
-            errors.addError(
-                    "Idem's migration covers postgresql, mariadb, mysql and h2, not " + database.getShortName());
+        if (!DIALECTS.containsKey(database.getShortName())) {
+            errors.addError(unsupported(database));
         }
         return errors;
+    }
+
+    private static Dialect dialect(Database database) {
+        Dialect dialect = DIALECTS.get(database.getShortName().toLowerCase(Locale.ROOT));
+        if (dialect == null) {
+            throw new ConfigurationException(unsupported(database));
+        }
+        return dialect;
+    }
+
+    private static String unsupported(Database database) {
+        return "Idem's migration covers postgresql, mariadb, mysql and h2, not " + database.getShortName();
     }
 }

@@ -1,8 +1,10 @@
 package dev.idem.spring.app;
 
 import dev.idem.spring.Idempotent;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.springframework.jdbc.core.JdbcTemplate;
@@ -17,6 +19,7 @@ import org.springframework.transaction.annotation.Transactional;
 public class Ledger {
     private final JdbcTemplate jdbc;
     private final Map<String, AtomicInteger> attempts = new ConcurrentHashMap<>();
+    private final List<List<String>> batchCalls = new CopyOnWriteArrayList<>();
 
     public Ledger(JdbcTemplate jdbc) {
         this.jdbc = jdbc;
@@ -27,6 +30,17 @@ public class Ledger {
     @Idempotent(namespace = "batch-payments", key = "#record.key()")
     public void applyFromBatch(ConsumerRecord<String, String> record) {
         apply(record);
+    }
+
+    /** For the transactional batch listener: all the records it was given, in one transaction. */
+    void applyAll(List<ConsumerRecord<String, String>> records) {
+        batchCalls.add(records.stream().map(ConsumerRecord::key).toList());
+        records.forEach(this::apply);
+    }
+
+    /** The keys of every call of {@link #applyAll}, committed or rolled back. */
+    public List<List<String>> batchCalls() {
+        return List.copyOf(batchCalls);
     }
 
     void apply(ConsumerRecord<String, String> record) {

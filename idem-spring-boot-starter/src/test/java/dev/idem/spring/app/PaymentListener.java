@@ -1,6 +1,7 @@
 package dev.idem.spring.app;
 
 import dev.idem.spring.Idempotent;
+import dev.idem.spring.IdempotentBatch;
 import dev.idem.spring.kafka.IdempotentBatches;
 import java.util.List;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -8,7 +9,10 @@ import org.springframework.kafka.annotation.KafkaListener;
 import org.springframework.stereotype.Component;
 import org.springframework.transaction.annotation.Transactional;
 
-/** The listeners: payments one record at a time (three consumers), and in batches. */
+/**
+ * The listeners: payments one record at a time (three consumers), in batches record by record, and in batches in one
+ * transaction.
+ */
 @Component
 public class PaymentListener {
     private final Ledger ledger;
@@ -35,4 +39,16 @@ public class PaymentListener {
         IdempotentBatches.forEach(records, ledger::applyFromBatch);
     }
     // readme:spring-batch-listener end
+
+    // readme:spring-transactional-batch-listener begin
+    @KafkaListener(
+            topics = "${payments.batch-tx-topic}",
+            batch = "true",
+            groupId = "${spring.kafka.consumer.group-id}-batch-tx")
+    @Transactional
+    @IdempotentBatch(namespace = "batch-tx-payments", key = "#element.key()", fingerprint = "#element.value()")
+    public void onPaymentBatch(List<ConsumerRecord<String, String>> records) { // the new records only
+        ledger.applyAll(records);
+    }
+    // readme:spring-transactional-batch-listener end
 }

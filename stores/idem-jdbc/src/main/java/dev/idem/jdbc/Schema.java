@@ -15,8 +15,12 @@ import java.util.Locale;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
-/** Table names, dialect detection and the shipped DDL. */
-final class Schema {
+/**
+ * Table names, dialect detection and the shipped DDL ({@code /dev/idem/jdbc/ddl/*.sql}). Public for schema
+ * migrations (the Spring Boot starter's Flyway and Liquibase changes): {@link #ddl(Dialect, String)} and {@link
+ * #detect(Connection)}.
+ */
+public final class Schema {
     private Schema() {}
 
     static final String DEFAULT_TABLE = "idem_keys";
@@ -56,7 +60,8 @@ final class Schema {
         }
     }
 
-    static Dialect detect(Connection c) throws SQLException {
+    /** The dialect of the database {@code c} talks to. */
+    public static Dialect detect(Connection c) throws SQLException {
         String product = c.getMetaData().getDatabaseProductName();
         String version = c.getMetaData().getDatabaseProductVersion();
         String p = product.toLowerCase(Locale.ROOT);
@@ -98,6 +103,40 @@ final class Schema {
      * sequence, or the node-id table), renamed for {@code table}.
      */
     static List<String> ddl(Dialect dialect, String defaultTable, String table) {
+        Pattern name = Pattern.compile("\\b" + defaultTable);
+        List<String> statements = new ArrayList<>();
+        for (String sql : statements(dialect)) {
+            if (name.matcher(sql).find()) {
+                statements.add(name.matcher(sql).replaceAll(table));
+            }
+        }
+        return statements;
+    }
+
+    /**
+     * Every statement of the shipped DDL for {@code dialect}, the keys table (and its index and sequence) named
+     * {@code table}; each creates only what is missing. MySQL has no sequence (no lease mode there): its statement is
+     * left out.
+     *
+     * @throws ConfigurationException when {@code table} is not a plain identifier ({@link #validateTable})
+     */
+    public static List<String> ddl(Dialect dialect, String table) {
+        validateTable(table);
+        Pattern name = Pattern.compile("\\b" + DEFAULT_TABLE);
+        List<String> statements = new ArrayList<>();
+        for (String sql : statements(dialect)) {
+            if (!(dialect == Dialect.MYSQL && isSequence(sql))) {
+                statements.add(name.matcher(sql).replaceAll(table));
+            }
+        }
+        return statements;
+    }
+
+    private static boolean isSequence(String sql) {
+        return sql.toUpperCase(Locale.ROOT).startsWith("CREATE SEQUENCE");
+    }
+
+    private static List<String> statements(Dialect dialect) {
         String text;
         try (InputStream in = Schema.class.getResourceAsStream(ddlResource(dialect))) {
             if (in == null) {
@@ -107,12 +146,11 @@ final class Schema {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-        Pattern name = Pattern.compile("\\b" + defaultTable);
         List<String> statements = new ArrayList<>();
         for (String part : text.replaceAll("(?m)--.*$", "").split(";")) {
             String sql = part.strip();
-            if (name.matcher(sql).find()) {
-                statements.add(name.matcher(sql).replaceAll(table));
+            if (!sql.isEmpty()) {
+                statements.add(sql);
             }
         }
         return statements;
@@ -128,7 +166,7 @@ final class Schema {
         try (Connection c = dataSource.getConnection();
                 Statement s = c.createStatement()) {
             for (String sql : ddl(dialect, defaultTable, table)) {
-                if (dialect == Dialect.MYSQL && sql.toUpperCase(Locale.ROOT).startsWith("CREATE SEQUENCE")) {
+                if (dialect == Dialect.MYSQL && isSequence(sql)) {
                     continue;
                 }
                 s.execute(sql);

@@ -246,9 +246,13 @@ final class RabbitLabBroker implements LabBroker {
         return new Subscription() {
             private volatile boolean cut;
 
+            /**
+             * Without automatic recovery a lost connection ends the consumer; its channels may still be trying to
+             * reopen on it, so the connection itself is asked too.
+             */
             @Override
             public boolean isRunning() {
-                return consumer.isRunning();
+                return consumer.isRunning() && connection.isOpen();
             }
 
             @Override

@@ -21,13 +21,21 @@ final class ConsumerFaults {
 
     private final LabOptions.Faults rates;
     private final long seed;
+    private final LabBroker broker;
 
-    ConsumerFaults(LabOptions.Faults rates, long seed) {
+    ConsumerFaults(LabOptions.Faults rates, long seed, LabBroker broker) {
         this.rates = rates;
         this.seed = seed;
+        this.broker = broker;
     }
 
+    /** The fault of the message with {@code key}; {@link Fault#NONE} for one the broker cannot produce. */
     Fault of(String key) {
+        Fault fault = drawn(key);
+        return broker.unavailable(fault).isPresent() ? Fault.NONE : fault;
+    }
+
+    private Fault drawn(String key) {
         long h = seed * 0x9E3779B97F4A7C15L;
         for (byte b : key.getBytes(StandardCharsets.UTF_8)) {
             h = (h ^ b) * 0x100000001B3L;

@@ -35,8 +35,20 @@ import org.jspecify.annotations.Nullable;
  */
 final class FlowProducer {
 
-    /** What was published. */
-    record Published(long logical, long clientRetryCopies, long appResendCopies, long episodes, String mechanism) {}
+    /**
+     * What was published.
+     *
+     * @param retryLabel what {@code clientRetryCopies} are on this broker, for the injected table
+     * @param resendLabel what {@code appResendCopies} are
+     */
+    record Published(
+            long logical,
+            long clientRetryCopies,
+            long appResendCopies,
+            long episodes,
+            String mechanism,
+            String retryLabel,
+            String resendLabel) {}
 
     private final String bootstrap;
     private final @Nullable TcpProxy proxy;
@@ -49,69 +61,45 @@ final class FlowProducer {
     }
 
     Published publish(OrderFlow flow, LabOptions.Faults faults, LongConsumer progress) throws Exception {
-        List<OrderFlow.Send> sends = flow.sends();
-        int n = sends.size();
-        int lostAck = (int) Math.round(n * faults.producerRetry());
-        int resend = (int) Math.round(n * faults.appResend());
-        // Bursts at fixed places of the stream: [start, end) ranges and their kind.
-        List<int[]> bursts = new ArrayList<>();
-        addBursts(bursts, lostAck, n, new double[] {0.4}, 0);
-        addBursts(bursts, resend, n, new double[] {0.5}, 1);
-        bursts.sort((a, b) -> Integer.compare(a[0], b[0]));
-        long clientRetries = 0;
-        long appResends = 0;
+        FlowPublishing.Copies copies;
         try (KafkaProducer<byte[], byte[]> plain = producer(false, false);
                 KafkaProducer<byte[], byte[]> idempotent = producer(true, true)) {
-            int i = 0;
             AtomicReference<Exception> error = new AtomicReference<>();
-            for (int[] burst : bursts) {
-                for (; i < burst[0]; i++) {
-                    send(plain, sends.get(i), error);
-                    if (i % 256 == 0) {
-                        progress.accept(i);
-                    }
+            copies = FlowPublishing.publish(flow.sends(), faults, progress, new FlowPublishing.Sender() {
+                @Override
+                public void send(OrderFlow.Send s) {
+                    FlowProducer.this.send(plain, s, error);
                 }
-                plain.flush();
-                check(error);
-                List<OrderFlow.Send> chunk = sends.subList(burst[0], burst[1]);
-                if (burst[2] == 0) {
-                    clientRetries += lostAckBurst(plain, chunk, error);
-                } else {
-                    appResends += resendBurst(idempotent, chunk);
+
+                @Override
+                public void flush() throws Exception {
+                    plain.flush();
+                    check(error);
                 }
-                i = burst[1];
-                progress.accept(i);
-            }
-            for (; i < n; i++) {
-                send(plain, sends.get(i), error);
-                if (i % 256 == 0) {
-                    progress.accept(i);
+
+                @Override
+                public long lostAckBurst(List<OrderFlow.Send> chunk) throws Exception {
+                    return FlowProducer.this.lostAckBurst(plain, chunk, error);
                 }
-            }
-            plain.flush();
-            check(error);
-            progress.accept(n);
+
+                @Override
+                public long resendBurst(List<OrderFlow.Send> chunk) throws Exception {
+                    return FlowProducer.this.resendBurst(idempotent, chunk);
+                }
+            });
         }
         String mechanism = proxy != null
                 ? "TCP proxy swallowing the broker's produce responses (client retry with enable.idempotence=false;"
                         + " application resend after a send timeout)"
                 : "application resends of the same record (no proxy in front of an external broker)";
-        return new Published(n, clientRetries, appResends, bursts.size(), mechanism);
-    }
-
-    private static void addBursts(List<int[]> bursts, int total, int n, double[] places, int kind) {
-        if (total <= 0) {
-            return;
-        }
-        int count = Math.min(places.length, total);
-        int each = (total + count - 1) / count;
-        int left = total;
-        for (int b = 0; b < count && left > 0; b++) {
-            int size = Math.min(each, left);
-            int start = Math.min((int) (n * places[b]), n - size);
-            bursts.add(new int[] {start, start + size, kind});
-            left -= size;
-        }
+        return new Published(
+                flow.sends().size(),
+                copies.clientRetries(),
+                copies.appResends(),
+                copies.bursts(),
+                mechanism,
+                "producer retry after a lost ack",
+                "application resend after a timeout");
     }
 
     /** Sends {@code chunk} while the broker's answers are lost: the client retries and the broker keeps both. */

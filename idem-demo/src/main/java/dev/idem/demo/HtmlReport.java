@@ -40,7 +40,9 @@ final class HtmlReport {
         h.append("<p>")
                 .append(String.format(
                         Locale.ROOT,
-                        "%,d orders (%,d to be paid exactly once), %,d messages, %,d records in the topic, %.1f s.",
+                        "Over %s: %,d orders (%,d to be paid exactly once), %,d messages, %,d records in the topic,"
+                                + " %.1f s.",
+                        r.broker(),
                         r.orders(),
                         r.paidOrders(),
                         r.messages(),
@@ -69,6 +71,9 @@ final class HtmlReport {
         h.append("<h2>Charts</h2><div class=\"charts\">\n");
         List<Bar> injected = new ArrayList<>();
         for (LabResult.Entry e : r.injected().subList(2, r.injected().size())) {
+            if (e.value().startsWith("n/a")) {
+                continue;
+            }
             injected.add(new Bar(e.label().replaceAll(" \\(.*\\)$", ""), Double.parseDouble(e.value()), BLUE));
         }
         h.append(chart("What was injected", injected, v -> String.format(Locale.ROOT, "%,.0f", v)));

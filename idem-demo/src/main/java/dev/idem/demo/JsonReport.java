@@ -13,6 +13,7 @@ final class JsonReport {
         sb.append("  \"verdict\": ").append(str(r.verdict())).append(",\n");
         sb.append("  \"guards_held\": ").append(r.guardsHeld()).append(",\n");
         sb.append("  \"unguarded_damaged\": ").append(r.unguardedDamaged()).append(",\n");
+        sb.append("  \"broker\": ").append(str(r.broker())).append(",\n");
         sb.append("  \"orders\": ").append(r.orders()).append(",\n");
         sb.append("  \"paid_orders\": ").append(r.paidOrders()).append(",\n");
         sb.append("  \"messages\": ").append(r.messages()).append(",\n");

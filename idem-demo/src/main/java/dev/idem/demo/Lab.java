@@ -1,7 +1,7 @@
 package dev.idem.demo;
 
+import dev.idem.demo.ConsumerFaults.Fault;
 import dev.idem.redis.RedisStore;
-import dev.idem.testsupport.EmbeddedKafka;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
@@ -10,7 +10,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.HashMap;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -18,13 +18,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.NewTopic;
-import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.common.TopicPartition;
 import org.jspecify.annotations.Nullable;
 
 /** One lab run: set up, publish the flow with its faults, consume it once per strategy, verify with SQL. */
@@ -53,25 +46,8 @@ final class Lab {
             env.add(new LabResult.Entry(
                     "database",
                     db.product() + (options.jdbcUrl().isPresent() ? "" : " (embedded, file)") + " at " + db.url()));
-            EmbeddedKafka broker = null;
-            try {
-                String bootstrap;
-                String produceBootstrap;
-                if (options.kafkaBootstrap().isPresent()) {
-                    bootstrap = options.kafkaBootstrap().get();
-                    produceBootstrap = bootstrap;
-                    checkKafka(bootstrap);
-                    header();
-                    env.add(new LabResult.Entry("kafka", "external broker at " + bootstrap));
-                } else {
-                    header();
-                    out.println("  starting an in-process Kafka broker ...");
-                    broker = EmbeddedKafka.start(true, Map.of());
-                    bootstrap = broker.bootstrapServers();
-                    produceBootstrap = broker.proxiedBootstrapServers();
-                    env.add(new LabResult.Entry(
-                            "kafka", "in-process KRaft broker at " + bootstrap + " (producer through a TCP proxy)"));
-                }
+            try (LabBroker broker = LabBrokers.start(options, out, this::header)) {
+                env.addAll(broker.environment());
                 env.add(new LabResult.Entry(
                         "lease stores",
                         redisUrl == null
@@ -80,11 +56,7 @@ final class Lab {
                                                 ? " (Redis off: --no-redis)"
                                                 : " (no Redis on 127.0.0.1:6379)")
                                 : "in-memory and Redis at " + redisUrl));
-                return consume(db, broker, bootstrap, produceBootstrap, redisUrl, env, start);
-            } finally {
-                if (broker != null) {
-                    broker.close();
-                }
+                return consume(db, broker, redisUrl, env, start);
             }
         }
     }
@@ -95,87 +67,49 @@ final class Lab {
     }
 
     private LabResult consume(
-            LabDatabase db,
-            @Nullable EmbeddedKafka broker,
-            String bootstrap,
-            String produceBootstrap,
-            @Nullable String redisUrl,
-            List<LabResult.Entry> env,
-            long start)
+            LabDatabase db, LabBroker broker, @Nullable String redisUrl, List<LabResult.Entry> env, long start)
             throws Exception {
-        String topic =
-                "idem-lab-orders-" + Long.toString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE, 36);
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            admin.createTopics(List.of(new NewTopic(topic, options.partitions(), (short) 1)))
-                    .all()
-                    .get(30, TimeUnit.SECONDS);
-            env.add(new LabResult.Entry("topic", topic + " (" + options.partitions() + " partitions)"));
-
-            List<Strategy> strategies = new ArrayList<>();
-            strategies.add(Strategies.none(db));
-            strategies.add(Strategies.inbox(db));
-            strategies.add(Strategies.leaseInMemory(db));
-            if (redisUrl != null) {
-                String prefix =
-                        "idem-lab-" + Long.toString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE, 36);
-                RedisStore store = RedisStore.builder(redisUrl).prefix(prefix).build();
-                strategies.add(Strategies.lease(
-                        "lease_redis", "lease store, Redis (Guard + RedisStore, prefix " + prefix + ")", store, db));
-            }
-            strategies.add(Strategies.stateMachine(db));
-            strategies.add(Strategies.version(db));
-            try {
-                return runStrategies(db, admin, broker, produceBootstrap, bootstrap, topic, strategies, env, start);
-            } finally {
-                strategies.forEach(Strategy::close);
-            }
+        List<Strategy> strategies = new ArrayList<>();
+        strategies.add(Strategies.none(db));
+        strategies.add(Strategies.inbox(db));
+        strategies.add(Strategies.leaseInMemory(db));
+        if (redisUrl != null) {
+            String prefix = "idem-lab-" + LabBroker.runSuffix();
+            RedisStore store = RedisStore.builder(redisUrl).prefix(prefix).build();
+            strategies.add(Strategies.lease(
+                    "lease_redis", "lease store, Redis (Guard + RedisStore, prefix " + prefix + ")", store, db));
+        }
+        strategies.add(Strategies.stateMachine(db));
+        strategies.add(Strategies.version(db));
+        try {
+            return runStrategies(db, broker, strategies, env, start);
+        } finally {
+            strategies.forEach(Strategy::close);
         }
     }
 
     private LabResult runStrategies(
-            LabDatabase db,
-            Admin admin,
-            @Nullable EmbeddedKafka broker,
-            String produceBootstrap,
-            String bootstrap,
-            String topic,
-            List<Strategy> strategies,
-            List<LabResult.Entry> env,
-            long start)
+            LabDatabase db, LabBroker broker, List<Strategy> strategies, List<LabResult.Entry> env, long start)
             throws Exception {
         LabOptions.Faults f = options.faults();
         OrderFlow flow =
                 OrderFlow.generate(options.orders(), options.partitions(), f.cancel(), f.reorder(), options.seed());
         List<String> prefixes = strategies.stream().map(Strategy::prefix).toList();
+        broker.prepare(strategies);
         db.createSchema(prefixes);
-        List<NewTopic> deadLetterTopics = new ArrayList<>();
-        for (Strategy s : strategies) {
-            deadLetterTopics.add(new NewTopic(StrategyRun.deadLetterTopic(topic, s), 1, (short) 1));
-        }
-        admin.createTopics(deadLetterTopics).all().get(30, TimeUnit.SECONDS);
         db.load(flow, prefixes);
 
-        FlowProducer producer = new FlowProducer(produceBootstrap, broker == null ? null : broker.proxy(), topic);
         long publishStart = System.nanoTime();
         progress.start("publishing the flow", flow.sends().size());
-        FlowProducer.Published published = producer.publish(flow, f, progress::update);
+        FlowProducer.Published published = broker.publish(flow, f, progress::update);
         progress.finish();
         double publishSeconds = (System.nanoTime() - publishStart) / 1e9;
+        long inTopic = broker.storedCopies();
 
-        Map<TopicPartition, Long> end = endOffsets(admin, topic);
-        long inTopic = end.values().stream().mapToLong(Long::longValue).sum();
-
-        ConsumerFaults faults = new ConsumerFaults(f, options.seed());
-        long timeouts = 0;
-        long concurrent = 0;
-        long crashes = 0;
+        ConsumerFaults faults = new ConsumerFaults(f, options.seed(), broker);
+        Map<Fault, Long> injectedFaults = new EnumMap<>(Fault.class);
         for (OrderFlow.Send s : flow.sends()) {
-            switch (faults.of(s.event().key())) {
-                case TIMEOUT -> timeouts++;
-                case CONCURRENT -> concurrent++;
-                case CRASH -> crashes++;
-                default -> {}
-            }
+            injectedFaults.merge(faults.of(s.event().key()), 1L, Long::sum);
         }
         List<LabResult.Entry> injected = new ArrayList<>();
         injected.add(new LabResult.Entry(
@@ -185,18 +119,13 @@ final class Lab {
                 "extra copies in the topic (producer retries + resends)",
                 Long.toString(inTopic - flow.sends().size())));
         injected.add(new LabResult.Entry(
-                "producer retry after a lost ack (" + pct(f.producerRetry()) + ")",
+                published.retryLabel() + " (" + pct(f.producerRetry()) + ")",
                 Long.toString(published.clientRetryCopies())));
         injected.add(new LabResult.Entry(
-                "application resend after a timeout (" + pct(f.appResend()) + ")",
-                Long.toString(published.appResendCopies())));
-        injected.add(new LabResult.Entry(
-                "consumer timeout, redelivered while handled (" + pct(f.consumerTimeout()) + ")",
-                Long.toString(timeouts)));
-        injected.add(new LabResult.Entry(
-                "same message to two consumers at once (" + pct(f.concurrent()) + ")", Long.toString(concurrent)));
-        injected.add(new LabResult.Entry(
-                "crash after DB commit, before offset commit (" + pct(f.crash()) + ")", Long.toString(crashes)));
+                published.resendLabel() + " (" + pct(f.appResend()) + ")", Long.toString(published.appResendCopies())));
+        injected.add(consumerFault(broker, Fault.TIMEOUT, f.consumerTimeout(), injectedFaults));
+        injected.add(consumerFault(broker, Fault.CONCURRENT, f.concurrent(), injectedFaults));
+        injected.add(consumerFault(broker, Fault.CRASH, f.crash(), injectedFaults));
         injected.add(new LabResult.Entry(
                 "reordering: CANCEL before CREATE, SHIP before PAY (" + pct(f.reorder()) + ")",
                 Long.toString(flow.reorderedOrders())));
@@ -209,7 +138,7 @@ final class Lab {
             long deadline = System.nanoTime() + CONSUME_DEADLINE.toNanos();
             List<Future<?>> futures = new ArrayList<>();
             for (Strategy s : strategies) {
-                StrategyRun run = new StrategyRun(s, bootstrap, topic, end, faults, secondConsumer, admin);
+                StrategyRun run = new StrategyRun(s, broker, faults, secondConsumer);
                 runs.add(run);
                 futures.add(runners.submit(() -> run.run(deadline)));
             }
@@ -218,8 +147,7 @@ final class Lab {
             progress.start("consuming (" + strategies.size() + " groups)", total);
             while (!futures.stream().allMatch(Future::isDone)) {
                 Thread.sleep(200);
-                progress.update(
-                        runs.stream().mapToLong(StrategyRun::committedRecords).sum());
+                progress.update(runs.stream().mapToLong(StrategyRun::settled).sum());
             }
             progress.finish();
             for (Future<?> fu : futures) {
@@ -254,13 +182,12 @@ final class Lab {
                     run.retries.get(),
                     run.crashes.get(),
                     run.secondCopies.get(),
-                    endOffsets(admin, run.deadLetterTopic()).values().stream()
-                            .mapToLong(Long::longValue)
-                            .sum(),
+                    broker.deadLetters(s),
                     inTopic,
                     run.elapsed().toNanos() / 1e9));
         }
         return new LabResult(
+                broker.id(),
                 env,
                 injected,
                 results,
@@ -271,20 +198,12 @@ final class Lab {
                 (System.nanoTime() - start) / 1e9);
     }
 
-    private static Map<TopicPartition, Long> endOffsets(Admin admin, String topic) throws Exception {
-        int partitions = admin.describeTopics(List.of(topic))
-                .allTopicNames()
-                .get(30, TimeUnit.SECONDS)
-                .get(topic)
-                .partitions()
-                .size();
-        Map<TopicPartition, OffsetSpec> request = new HashMap<>();
-        for (int p = 0; p < partitions; p++) {
-            request.put(new TopicPartition(topic, p), OffsetSpec.latest());
-        }
-        Map<TopicPartition, Long> end = new HashMap<>();
-        admin.listOffsets(request).all().get(30, TimeUnit.SECONDS).forEach((tp, info) -> end.put(tp, info.offset()));
-        return end;
+    /** A consumer-side fault's line: its count, or why the broker cannot produce it. */
+    private static LabResult.Entry consumerFault(LabBroker broker, Fault fault, double rate, Map<Fault, Long> counts) {
+        String label = broker.label(fault) + " (" + pct(rate) + ")";
+        return broker.unavailable(fault)
+                .map(why -> new LabResult.Entry(label, "n/a on " + broker.id() + ": " + why))
+                .orElseGet(() -> new LabResult.Entry(label, Long.toString(counts.getOrDefault(fault, 0L))));
     }
 
     private @Nullable String redisUrl() {
@@ -302,20 +221,6 @@ final class Lab {
             return "redis://127.0.0.1:6379";
         }
         return null;
-    }
-
-    private static void checkKafka(String bootstrap) {
-        Map<String, Object> props = Map.of(
-                AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 5000,
-                AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 8000);
-        try (Admin admin = Admin.create(props)) {
-            admin.describeCluster().nodes().get(10, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            throw new LabOptions.BadOptionException("Kafka does not answer at " + bootstrap + " ("
-                    + LabDatabase.rootMessage(e) + "): start it or fix --kafka-bootstrap, or leave it out to use the"
-                    + " in-process broker");
-        }
     }
 
     static boolean answers(String host, int port) {

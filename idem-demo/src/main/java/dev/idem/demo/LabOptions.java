@@ -12,7 +12,10 @@ import java.util.Set;
  *
  * @param orders how many orders the flow has
  * @param partitions partitions of the order topic
+ * @param broker the broker the flow goes over: {@code kafka}, {@code rocketmq}, {@code rabbitmq} or {@code nats}
  * @param kafkaBootstrap an external broker, or empty for the in-process one
+ * @param rabbitmqUrl the RabbitMQ server of {@code --broker rabbitmq}
+ * @param natsUrl the NATS server (with JetStream) of {@code --broker nats}
  * @param jdbcUrl an external database, or empty for the embedded H2 file in {@code out}
  * @param redisUrl a Redis for the lease store, or empty to probe 127.0.0.1:6379
  * @param noRedis never use Redis, even if one answers
@@ -23,7 +26,10 @@ import java.util.Set;
 record LabOptions(
         int orders,
         int partitions,
+        String broker,
         Optional<String> kafkaBootstrap,
+        String rabbitmqUrl,
+        String natsUrl,
         Optional<String> jdbcUrl,
         Optional<String> redisUrl,
         boolean noRedis,
@@ -33,11 +39,17 @@ record LabOptions(
         boolean quiet) {
 
     static final int DEFAULT_ORDERS = 3000;
+    static final List<String> BROKERS = List.of("kafka", "rabbitmq", "nats");
+    static final String DEFAULT_RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672";
+    static final String DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
     private static final Set<String> VALUED = Set.of(
             "--orders",
             "--partitions",
+            "--broker",
             "--kafka-bootstrap",
+            "--rabbitmq-url",
+            "--nats-url",
             "--jdbc-url",
             "--redis-url",
             "--out",
@@ -78,12 +90,16 @@ record LabOptions(
     static final String USAGE = """
             Usage: java -jar idem-demo/target/idem-demo.jar [options]
 
-            The double-charge lab: a payment flow over Kafka into a database, every duplicate cause injected,
+            The double-charge lab: a payment flow over a broker into a database, every duplicate cause injected,
             consumed once without a guard and once per Idem guard, the damage counted with SQL.
 
               --orders N                 orders in the flow (default 3000)
-              --partitions N             partitions of the order topic (default 4)
+              --partitions N             partitions of the order topic; consumer channels on RabbitMQ (default 4)
+              --broker B                 kafka, rabbitmq or nats (default kafka)
               --kafka-bootstrap H:P      use this Kafka broker (default: an in-process broker)
+              --rabbitmq-url URL         amqp://user:pass@host:port of --broker rabbitmq
+                                         (default amqp://guest:guest@127.0.0.1:5672)
+              --nats-url URL             nats://host:port of --broker nats, JetStream on (default nats://127.0.0.1:4222)
               --jdbc-url URL             jdbc:postgresql://..., jdbc:mariadb://..., jdbc:mysql://... or jdbc:h2:...
                                          (default: an H2 file in the output directory)
               --redis-url URL            redis://host:port for the Redis lease store (default: 127.0.0.1:6379 if it answers)
@@ -109,7 +125,10 @@ record LabOptions(
     static LabOptions parse(String[] args, Path workingDirectory) {
         int orders = DEFAULT_ORDERS;
         int partitions = 4;
+        String broker = "kafka";
         String kafka = null;
+        String rabbitmq = DEFAULT_RABBITMQ_URL;
+        String nats = DEFAULT_NATS_URL;
         String jdbc = null;
         String redis = null;
         boolean noRedis = false;
@@ -147,7 +166,10 @@ record LabOptions(
                     switch (name) {
                         case "--orders" -> orders = integer(name, value, 1, 10_000_000);
                         case "--partitions" -> partitions = integer(name, value, 2, 64);
+                        case "--broker" -> broker = broker(value);
                         case "--kafka-bootstrap" -> kafka = bootstrap(value);
+                        case "--rabbitmq-url" -> rabbitmq = url(name, value, "amqp", "amqp://guest:guest@host:5672");
+                        case "--nats-url" -> nats = url(name, value, "nats", "nats://host:4222");
                         case "--jdbc-url" -> jdbc = jdbcUrl(value);
                         case "--redis-url" -> redis = redisUrl(value);
                         case "--out" -> out = Path.of(value);
@@ -170,6 +192,9 @@ record LabOptions(
             throw new BadOptionException("--consumer-timeout-rate, --concurrent-rate and --crash-rate add up to more"
                     + " than 1 (each message gets at most one consumer fault): lower them");
         }
+        if (kafka != null && !broker.equals("kafka")) {
+            throw new BadOptionException("--kafka-bootstrap is for --broker kafka, not " + broker + ": drop one");
+        }
         if (redis != null && noRedis) {
             throw new BadOptionException("--redis-url and --no-redis contradict each other: pass only one");
         }
@@ -181,7 +206,10 @@ record LabOptions(
         return new LabOptions(
                 orders,
                 partitions,
+                broker,
                 Optional.ofNullable(kafka),
+                rabbitmq,
+                nats,
                 Optional.ofNullable(jdbc),
                 Optional.ofNullable(redis),
                 noRedis,
@@ -242,6 +270,24 @@ record LabOptions(
                 throw new BadOptionException("--kafka-bootstrap '" + value
                         + "' is not a list of host:port: write e.g. --kafka-bootstrap 127.0.0.1:9092");
             }
+        }
+        return value;
+    }
+
+    private static String broker(String value) {
+        String b = value.trim().toLowerCase(Locale.ROOT);
+        if (!BROKERS.contains(b)) {
+            throw new BadOptionException("--broker '" + value + "' is not one of " + String.join(", ", BROKERS)
+                    + ": write e.g. --broker nats");
+        }
+        return b;
+    }
+
+    private static String url(String name, String value, String scheme, String example) {
+        String lower = value.toLowerCase(Locale.ROOT);
+        if (!lower.startsWith(scheme + "://") && !lower.startsWith(scheme + "s://")) {
+            throw new BadOptionException(
+                    name + " has an unknown scheme '" + schemeOf(value) + "': write e.g. " + name + " " + example);
         }
         return value;
     }

@@ -5,11 +5,13 @@ import java.util.List;
 /**
  * Everything a lab run measured, for the terminal table and the reports.
  *
+ * @param broker the broker the flow went over ({@code kafka}, {@code rocketmq}, {@code rabbitmq}, {@code nats})
  * @param environment what the run used (broker, database, lease stores), as label → value
  * @param injected what was injected, as label → count
  * @param strategies one result per strategy, the unguarded one first
  */
 record LabResult(
+        String broker,
         List<Entry> environment,
         List<Entry> injected,
         List<StrategyResult> strategies,

@@ -3,12 +3,7 @@ package dev.idem.demo;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.demo.ConsumerFaults.Fault;
-import dev.idem.kafka.IdempotentKafkaConsumer;
-import dev.idem.kafka.KafkaProducers;
-import dev.idem.kafka.KeyExtractor;
 import java.time.Duration;
-import java.util.HashMap;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -18,29 +13,23 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.OffsetAndMetadata;
-import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Consumes the whole order topic for one strategy, in its own consumer group, with Idem's {@link
- * IdempotentKafkaConsumer} (manual commits, ordered retries with backoff, dead-letter topic), and injects the
- * consumer-side faults around the strategy's handler:
+ * Consumes the whole flow for one strategy through the broker's Idem adapter ({@link LabBroker#subscribe}) and
+ * injects the consumer-side faults around the strategy's handler:
  *
  * <ul>
- *   <li>timeout: the first consumer is slow; a second consumer gets the same message while the first is still
- *       inside its effect (what Kafka does once {@code max.poll.interval.ms} has passed, without the seconds of a real
- *       rebalance);
- *   <li>concurrent: a second consumer gets the message at the same instant;
+ *   <li>timeout: the first consumer is slow; the same message reaches a second consumer while the first is still
+ *       inside its effect: handed to a second consumer thread where the broker's redelivery takes seconds (Kafka's
+ *       {@code max.poll.interval.ms}), or by cutting the consumer off the broker inside the effect where the broker
+ *       redelivers at once ({@link LabBroker.Subscription#cutOff()});
+ *   <li>concurrent: a second consumer gets the message at the same instant (where the broker can do it);
  *   <li>crash: after the handler committed its database transaction the consumer dies (the handler throws an {@link
- *       Error}, which stops the runner without committing the offset, like a killed process); a new consumer in the
- *       group re-reads everything after the last committed offset.
+ *       Error}, which stops the adapter's consumer without acknowledging, like a killed process); a new consumer
+ *       gets what was not acknowledged.
  * </ul>
  */
 final class StrategyRun {
@@ -56,16 +45,13 @@ final class StrategyRun {
     private static final int LOGGED_RETRIES = 20;
 
     private final Strategy strategy;
-    private final String bootstrap;
-    private final String topic;
-    private final String deadLetterTopic;
-    private final Map<TopicPartition, Long> endOffsets;
+    private final LabBroker broker;
     private final ConsumerFaults faults;
     private final ExecutorService secondConsumer;
-    private final Admin admin;
     private final Set<String> crashedOnce = ConcurrentHashMap.newKeySet();
     private final Set<String> copiedOnce = ConcurrentHashMap.newKeySet();
-    private volatile Map<TopicPartition, Long> committed = Map.of();
+    private volatile LabBroker.@Nullable Subscription subscription;
+    private volatile long settledBefore;
 
     final AtomicLong deliveries = new AtomicLong();
     final AtomicLong processed = new AtomicLong();
@@ -75,45 +61,24 @@ final class StrategyRun {
     final AtomicLong secondCopies = new AtomicLong();
     private volatile long startNanos;
     private volatile long endNanos;
+    private volatile boolean finished;
     private volatile @Nullable Throwable failure;
 
-    StrategyRun(
-            Strategy strategy,
-            String bootstrap,
-            String topic,
-            Map<TopicPartition, Long> endOffsets,
-            ConsumerFaults faults,
-            ExecutorService secondConsumer,
-            Admin admin) {
+    StrategyRun(Strategy strategy, LabBroker broker, ConsumerFaults faults, ExecutorService secondConsumer) {
         this.strategy = strategy;
-        this.bootstrap = bootstrap;
-        this.topic = topic;
-        this.deadLetterTopic = deadLetterTopic(topic, strategy);
-        this.endOffsets = Map.copyOf(endOffsets);
+        this.broker = broker;
         this.faults = faults;
         this.secondConsumer = secondConsumer;
-        this.admin = admin;
-    }
-
-    static String deadLetterTopic(String topic, Strategy strategy) {
-        return topic + "-" + strategy.id().replace('_', '-') + "-dlt";
     }
 
     Strategy strategy() {
         return strategy;
     }
 
-    String group() {
-        return "idem-lab-" + strategy.id() + "-" + topic;
-    }
-
-    String deadLetterTopic() {
-        return deadLetterTopic;
-    }
-
-    /** Offsets committed so far, over all partitions: progress. */
-    long committedRecords() {
-        return committed.values().stream().mapToLong(Long::longValue).sum();
+    /** Copies handled to the end so far: progress. */
+    long settled() {
+        LabBroker.Subscription s = subscription;
+        return s == null ? settledBefore : Math.max(settledBefore, s.settled());
     }
 
     Duration elapsed() {
@@ -126,91 +91,63 @@ final class StrategyRun {
     }
 
     boolean finished() {
-        Map<TopicPartition, Long> c = committed;
-        return endOffsets.entrySet().stream().allMatch(e -> c.getOrDefault(e.getKey(), 0L) >= e.getValue());
+        return finished;
     }
 
-    /** Consumes until the group's committed offsets reach the end of every partition, or the deadline passes. */
+    /** Consumes until every copy is handled and acknowledged, or the deadline passes. */
     void run(long deadlineNanos) {
         startNanos = System.nanoTime();
-        IdempotentKafkaConsumer<byte[], byte[]> consumer = start();
+        LabBroker.Subscription consumer = null;
         try {
-            while (!finished() && System.nanoTime() < deadlineNanos) {
+            consumer = start();
+            while (!(finished = consumer.finished()) && System.nanoTime() < deadlineNanos) {
                 Thread.sleep(50);
                 if (!consumer.isRunning()) {
                     Throwable stopped = consumer.failure().orElse(null);
-                    if (!(stopped instanceof InjectedCrash)) {
+                    if (!consumer.stoppedByInjection()) {
                         failure = stopped != null
                                 ? stopped
                                 : new IllegalStateException("the consumer of " + strategy.id() + " stopped");
                         return;
                     }
                     crashes.incrementAndGet();
+                    settledBefore = consumer.settled();
+                    consumer.close();
                     consumer = start();
                 }
-                committed = committedOffsets();
             }
-            if (!finished()) {
-                failure = new IllegalStateException(strategy.id() + " did not consume the whole topic in time");
+            if (!finished) {
+                failure = new IllegalStateException(strategy.id() + " did not consume the whole flow in time");
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             failure = e;
-        } catch (RuntimeException e) {
+        } catch (Exception e) {
             failure = e;
         } finally {
-            consumer.close();
+            if (consumer != null) {
+                settledBefore = consumer.settled();
+                consumer.close();
+            }
             endNanos = System.nanoTime();
         }
     }
 
-    private Map<TopicPartition, Long> committedOffsets() {
-        try {
-            Map<TopicPartition, OffsetAndMetadata> offsets = admin.listConsumerGroupOffsets(group())
-                    .partitionsToOffsetAndMetadata()
-                    .get(10, TimeUnit.SECONDS);
-            Map<TopicPartition, Long> result = new HashMap<>();
-            offsets.forEach((tp, o) -> {
-                if (o != null) {
-                    result.put(tp, o.offset());
-                }
-            });
-            return result;
-        } catch (Exception e) {
-            return committed;
-        }
+    private LabBroker.Subscription start() throws Exception {
+        LabBroker.Subscription s = broker.subscribe(strategy, this::handle);
+        subscription = s;
+        return s;
     }
 
-    private IdempotentKafkaConsumer<byte[], byte[]> start() {
-        Map<String, Object> props = new HashMap<>();
-        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-        props.put(ConsumerConfig.GROUP_ID_CONFIG, group());
-        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 100);
-        props.put(ConsumerConfig.CLIENT_ID_CONFIG, "idem-lab-" + strategy.id());
-        return IdempotentKafkaConsumer.builder(props)
-                .keyDeserializer(new ByteArrayDeserializer())
-                .valueDeserializer(new ByteArrayDeserializer())
-                .topics(topic)
-                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
-                .handler(this::handle)
-                .retryPolicy(RETRY)
-                .deadLetterTopic(t -> deadLetterTopic)
-                .workers(2)
-                .pollTimeout(Duration.ofMillis(50))
-                .build()
-                .start();
-    }
-
-    private Outcome handle(String key, ConsumerRecord<byte[], byte[]> record) {
+    private Outcome handle(String key, byte[] payload) {
         OrderEvent event;
         try {
-            event = OrderEvent.decode(record.value());
+            event = OrderEvent.decode(payload);
         } catch (RuntimeException e) {
             return Outcome.rejected("not an order event: " + e.getMessage(), e);
         }
         if (!event.key().equals(key)) {
-            return Outcome.rejected("the idem-key header does not match the event");
+            return Outcome.rejected("the message key does not match the event");
         }
         Outcome outcome = deliver(event);
         if (outcome.action() == Outcome.Action.RETRY) {
@@ -230,6 +167,9 @@ final class StrategyRun {
             return count(strategy.handle(Delivery.plain(event)));
         }
         secondCopies.incrementAndGet();
+        if (!broker.overlapsInProcess()) {
+            return count(strategy.handle(cutOffInside(event)));
+        }
         Overlap overlap = new Overlap(event, fault);
         Future<?> second = secondConsumer.submit(overlap::secondCopy);
         Outcome first = count(strategy.handle(overlap.firstCopy()));
@@ -241,6 +181,24 @@ final class StrategyRun {
             throw new IllegalStateException("the second consumer's copy of " + event.key() + " did not end", e);
         }
         return first;
+    }
+
+    /** The first copy cuts its consumer off the broker inside the effect; the broker redelivers the rest. */
+    private Delivery cutOffInside(OrderEvent event) {
+        LabBroker.Subscription s = subscription;
+        return new Delivery() {
+            @Override
+            public OrderEvent event() {
+                return event;
+            }
+
+            @Override
+            public void insideEffect() {
+                if (s != null) {
+                    s.cutOff();
+                }
+            }
+        };
     }
 
     private void logRetry(OrderEvent event, Outcome outcome) {

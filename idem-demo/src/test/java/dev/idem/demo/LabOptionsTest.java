@@ -77,6 +77,48 @@ class LabOptionsTest {
     }
 
     @Test
+    void unknownBroker_exitsWith2_listingTheBrokers() {
+        assertOneClearLine(run("--broker", "pulsar"), "--broker", "kafka, rabbitmq, nats");
+    }
+
+    @Test
+    void kafkaBootstrapWithAnotherBroker_exitsWith2() {
+        assertOneClearLine(run("--broker", "nats", "--kafka-bootstrap", "127.0.0.1:9092"), "--kafka-bootstrap");
+    }
+
+    @Test
+    void unreachableRabbitMQ_exitsWith2_namingTheOptionAndHowToStartOne() {
+        assertOneClearLine(
+                run(
+                        "--broker",
+                        "rabbitmq",
+                        "--jdbc-url",
+                        "jdbc:h2:mem:optsrabbit;DB_CLOSE_DELAY=-1",
+                        "--no-redis",
+                        "--rabbitmq-url",
+                        "amqp://guest:guest@127.0.0.1:1"),
+                "RabbitMQ does not answer",
+                "--rabbitmq-url",
+                "start one");
+    }
+
+    @Test
+    void unreachableNats_exitsWith2_namingTheOptionAndHowToStartOne() {
+        assertOneClearLine(
+                run(
+                        "--broker",
+                        "nats",
+                        "--jdbc-url",
+                        "jdbc:h2:mem:optsnats;DB_CLOSE_DELAY=-1",
+                        "--no-redis",
+                        "--nats-url",
+                        "nats://127.0.0.1:1"),
+                "NATS does not answer",
+                "--nats-url",
+                "nats-server -js");
+    }
+
+    @Test
     void unknownOption_exitsWith2_pointingToHelp() {
         assertOneClearLine(run("--double-charge-everything"), "unknown option", "--help");
     }
@@ -109,6 +151,9 @@ class LabOptionsTest {
     void defaults_areAFewThousandOrders_withEveryFaultOn() {
         LabOptions o = LabOptions.parse(new String[0], out);
         assertThat(o.orders()).isEqualTo(3000);
+        assertThat(o.broker()).isEqualTo("kafka");
+        assertThat(o.rabbitmqUrl()).isEqualTo("amqp://guest:guest@127.0.0.1:5672");
+        assertThat(o.natsUrl()).isEqualTo("nats://127.0.0.1:4222");
         assertThat(o.kafkaBootstrap()).isEmpty();
         assertThat(o.jdbcUrl()).isEmpty();
         assertThat(o.out()).isEqualTo(out.resolve("idem-lab-out"));

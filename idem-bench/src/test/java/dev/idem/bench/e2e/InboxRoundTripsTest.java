@@ -7,6 +7,7 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.testsupport.CountingSocketFactory;
 import dev.idem.testsupport.TestDatabase;
 import java.sql.Connection;
 import java.sql.PreparedStatement;

@@ -5,7 +5,11 @@ import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import javax.sql.DataSource;
 
-/** A data source whose connections run a hook just before each {@link Connection#commit()} (e.g. to cut the link). */
+/**
+ * A data source whose connections run a hook just before each commit (e.g. to cut the link): {@link
+ * Connection#commit()}, or {@code setAutoCommit(true)}, which commits an open transaction and is how Idem commits on a
+ * connection the pool handed out in auto-commit.
+ */
 final class CommitHook {
     private CommitHook() {}
 
@@ -22,7 +26,8 @@ final class CommitHook {
     private static Connection hooked(Connection target, Runnable beforeCommit) {
         return (Connection) Proxy.newProxyInstance(
                 CommitHook.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-                    if (method.getName().equals("commit")) {
+                    if (method.getName().equals("commit")
+                            || (method.getName().equals("setAutoCommit") && Boolean.TRUE.equals(args[0]))) {
                         beforeCommit.run();
                     }
                     return invoke(method, target, args);

@@ -212,11 +212,42 @@ public final class EmbeddedKafka implements AutoCloseable {
     }
 
     /** Creates a topic with {@code partitions} partitions (replication factor 1) and waits until it exists. */
+    /**
+     * Waits until the broker serves metadata for every partition of a topic it just created (the controller answers
+     * the creation first), so that a client started next finds it, e.g. a dead-letter topic check at start-up.
+     */
+    private void awaitLeaders(String name, int partitions)
+            throws InterruptedException, ExecutionException, TimeoutException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            try {
+                var description = admin.describeTopics(List.of(name))
+                        .allTopicNames()
+                        .get(30, TimeUnit.SECONDS)
+                        .get(name);
+                if (description != null
+                        && description.partitions().size() == partitions
+                        && description.partitions().stream().allMatch(p -> p.leader() != null)) {
+                    return;
+                }
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) {
+                    throw e;
+                }
+            }
+            if (System.nanoTime() > deadline) {
+                throw new TimeoutException("topic " + name + " has no leader for every partition after 30 s");
+            }
+            Thread.sleep(20);
+        }
+    }
+
     public void createTopic(String name, int partitions) {
         try {
             admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1)))
                     .all()
                     .get(30, TimeUnit.SECONDS);
+            awaitLeaders(name, partitions);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted while creating topic " + name, e);

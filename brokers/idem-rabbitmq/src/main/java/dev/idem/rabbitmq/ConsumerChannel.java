@@ -111,7 +111,7 @@ final class ConsumerChannel implements Consumer {
                     e);
             Channels.abort(c);
         } catch (Error e) {
-            owner.crash(e);
+            owner.crash(e, this);
         }
     }
 
@@ -193,14 +193,13 @@ final class ConsumerChannel implements Consumer {
         abort();
     }
 
+    /** Closes the channel at once: its unacked deliveries go back to the queue, the queued ones are not handled. */
     synchronized void abort() {
         life.incrementAndGet();
+        worker.shutdown();
         Channel c = channel;
         if (c != null) {
             Channels.abort(c);
-        }
-        if (owner.failure().isPresent()) {
-            worker.shutdownNow();
         }
     }
 }

@@ -128,10 +128,7 @@ final class ConsumerChannel implements Consumer {
                                 + "); close the consumer before its connection",
                         sig));
             } else if (!(owner.connection() instanceof Recoverable)) {
-                owner.stopOn(new IOException(
-                        "the connection closed (" + sig.getMessage()
-                                + ") and does not recover: enable automatic recovery on the ConnectionFactory",
-                        sig));
+                owner.stopOn(IdempotentRabbitConsumer.notRecovering(sig));
             }
             return; // automatic recovery reopens this channel and its consumer
         }

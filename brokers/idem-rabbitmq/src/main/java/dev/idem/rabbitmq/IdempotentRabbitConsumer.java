@@ -1,6 +1,8 @@
 package dev.idem.rabbitmq;
 
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.Recoverable;
+import com.rabbitmq.client.ShutdownSignalException;
 import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyListener;
 import dev.idem.RetryPolicy;
@@ -34,7 +36,8 @@ import org.jspecify.annotations.Nullable;
  * <p><b>Channels.</b> A channel the broker closes (or that the processor aborts after a publisher-confirm timeout) is
  * reopened after the retry policy's initial delay; its unacked deliveries are redelivered by the broker. A lost
  * connection is the connection's business: with automatic recovery (amqp-client's default) the channels and consumers
- * come back with it; without, the consumer stops and {@link #failure()} says why. Deliveries received before a channel
+ * come back with it; without, the consumer stops and {@link #failure()} says why (also when the connection is lost while a
+ * channel waits to be reopened). Deliveries received before a channel
  * was lost are not handled (the broker redelivers them).
  *
  * <p>An {@link Error} thrown by the handler stops the consumer, and {@link #failure()} returns it: the channel it was
@@ -221,8 +224,14 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
         try {
             r.schedule(
                     () -> {
-                        if (!stopping() && !channel.reopen()) {
-                            reopenLater(channel);
+                        if (stopping() || channel.reopen()) {
+                            return;
+                        }
+                        ShutdownSignalException lost = connection.getCloseReason();
+                        if (lost != null && !(connection instanceof Recoverable)) {
+                            stopOn(notRecovering(lost));
+                        } else {
+                            reopenLater(channel); // an open connection, or one that automatic recovery brings back
                         }
                     },
                     reopenDelay.toMillis(),
@@ -230,6 +239,14 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // closing
         }
+    }
+
+    /** The cause {@link #failure()} gives for {@code lost}, a connection without automatic recovery. */
+    static IOException notRecovering(ShutdownSignalException lost) {
+        return new IOException(
+                "the connection closed (" + lost.getMessage()
+                        + ") and does not recover: enable automatic recovery on the ConnectionFactory",
+                lost);
     }
 
     private static Duration max(Duration a, Duration b) {

@@ -9,6 +9,7 @@ import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsJetStreamMetaData;
 import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
+import java.time.Instant;
 
 /**
  * Publishes a message the consumer gives up on to the dead-letter subject and waits for the stream's {@code
@@ -41,7 +42,7 @@ final class DeadLetters {
 
     /**
      * Stores the dead letter. Its {@value NatsProducers#MSG_ID} names the original delivery (stream, consumer, stream
-     * sequence), so that a second dead-lettering of the same message (its term was lost) is deduplicated by the
+     * sequence, store time), so that a second dead-lettering of the same message (its term was lost) is deduplicated by the
      * dead-letter stream within its duplicate window; the original id moves to {@value IdempotentNatsConsumer#DLQ_MSG_ID}.
      */
     void publish(Message original, Outcome outcome, int attempt) throws IOException, JetStreamApiException {
@@ -87,9 +88,7 @@ final class DeadLetters {
     private static void addDeadLetterHeaders(
             Headers headers, Message original, Outcome outcome, int attempt, String reason) {
         NatsJetStreamMetaData meta = original.metaData();
-        headers.put(
-                NatsProducers.MSG_ID,
-                "idem-dlq:" + meta.getStream() + ":" + meta.getConsumer() + ":" + meta.streamSequence());
+        headers.put(NatsProducers.MSG_ID, deadLetterId(meta));
         String originalId = original.hasHeaders() ? original.getHeaders().getFirst(NatsProducers.MSG_ID) : null;
         if (originalId != null) {
             headers.put(IdempotentNatsConsumer.DLQ_MSG_ID, originalId);
@@ -101,6 +100,16 @@ final class DeadLetters {
         headers.put(IdempotentNatsConsumer.DLQ_CONSUMER, meta.getConsumer());
         headers.put(IdempotentNatsConsumer.DLQ_SUBJECT, original.getSubject());
         headers.put(IdempotentNatsConsumer.DLQ_SEQUENCE, Long.toString(meta.streamSequence()));
+    }
+
+    /**
+     * The delivery's stream, consumer, stream sequence and the time the stream stored it: a stream deleted and created
+     * again within the dead-letter stream's duplicate window reuses the sequences, not the store times.
+     */
+    private static String deadLetterId(NatsJetStreamMetaData meta) {
+        Instant stored = meta.timestamp().toInstant();
+        return "idem-dlq:" + meta.getStream() + ":" + meta.getConsumer() + ":" + meta.streamSequence() + ":"
+                + stored.getEpochSecond() + "." + String.format("%09d", stored.getNano());
     }
 
     /** Header values are printable ASCII on one line; anything else becomes {@code ?}. */

@@ -84,6 +84,7 @@ final class NatsFixture {
         final String deadLetterStream;
         final String deadLetterSubject;
         private final JetStreamManagement management;
+        private final StreamConfiguration config;
 
         Streams(Connection connection, String testName, Duration duplicateWindow) {
             this.prefix = TestServers.uniquePrefix(testName);
@@ -92,12 +93,13 @@ final class NatsFixture {
             this.deadLetterSubject = prefix + "-dlq";
             try {
                 this.management = connection.jetStreamManagement();
-                management.addStream(StreamConfiguration.builder()
+                this.config = StreamConfiguration.builder()
                         .name(name)
                         .subjects(prefix + ".>")
                         .storageType(StorageType.File)
                         .duplicateWindow(duplicateWindow)
-                        .build());
+                        .build();
+                management.addStream(config);
                 management.addStream(StreamConfiguration.builder()
                         .name(deadLetterStream)
                         .subjects(deadLetterSubject)
@@ -110,6 +112,12 @@ final class NatsFixture {
 
         Streams(Connection connection, String testName) {
             this(connection, testName, Duration.ofMinutes(2));
+        }
+
+        /** Deletes the work stream (its consumers with it) and creates it again, empty: sequences start at 1 again. */
+        void recreate() throws IOException, JetStreamApiException {
+            management.deleteStream(name);
+            management.addStream(config);
         }
 
         String subject(String suffix) {

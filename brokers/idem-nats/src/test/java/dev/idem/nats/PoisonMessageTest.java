@@ -80,6 +80,29 @@ class PoisonMessageTest {
     }
 
     @Test
+    void rejected_afterTheStreamWasRecreated_sameSequence_isStillDeadLettered() throws Exception {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "recreated")) {
+            for (String id : List.of("pay-1", "pay-2")) {
+                if (id.equals("pay-2")) {
+                    streams.recreate();
+                }
+                String durable = streams.durable("poison", Duration.ofSeconds(1), -1);
+                publish(streams, id, id);
+                try (IdempotentNatsConsumer consumer = consumer(streams, durable, (key, message) -> {
+                    throw new DeadLetterException("amount must be positive", null);
+                })) {
+                    streams.awaitDone(durable);
+                }
+            }
+
+            assertThat(streams.deadLetters())
+                    .as("both stream sequence 1, in two lives of the stream: neither is a duplicate of the other")
+                    .extracting(dead -> new String(dead.getData(), StandardCharsets.UTF_8))
+                    .containsExactly("pay-1", "pay-2");
+        }
+    }
+
+    @Test
     void rejected_plainConsumerNakingFailures_redeliversUntilMaxDeliver_andKeepsNoRecord() throws Exception {
         try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "plainpoison")) {
             String durable = streams.durable("plain", Duration.ofSeconds(1), 3);

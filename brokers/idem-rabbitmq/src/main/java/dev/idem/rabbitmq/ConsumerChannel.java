@@ -111,7 +111,7 @@ final class ConsumerChannel implements Consumer {
                     e);
             Channels.abort(c);
         } catch (Error e) {
-            owner.crash(e);
+            owner.crash(e, this);
         }
     }
 
@@ -128,10 +128,7 @@ final class ConsumerChannel implements Consumer {
                                 + "); close the consumer before its connection",
                         sig));
             } else if (!(owner.connection() instanceof Recoverable)) {
-                owner.stopOn(new IOException(
-                        "the connection closed (" + sig.getMessage()
-                                + ") and does not recover: enable automatic recovery on the ConnectionFactory",
-                        sig));
+                owner.stopOn(IdempotentRabbitConsumer.notRecovering(sig));
             }
             return; // automatic recovery reopens this channel and its consumer
         }
@@ -193,14 +190,13 @@ final class ConsumerChannel implements Consumer {
         abort();
     }
 
+    /** Closes the channel at once: its unacked deliveries go back to the queue, the queued ones are not handled. */
     synchronized void abort() {
         life.incrementAndGet();
+        worker.shutdown();
         Channel c = channel;
         if (c != null) {
             Channels.abort(c);
-        }
-        if (owner.failure().isPresent()) {
-            worker.shutdownNow();
         }
     }
 }

@@ -1,6 +1,8 @@
 package dev.idem.rabbitmq;
 
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.Recoverable;
+import com.rabbitmq.client.ShutdownSignalException;
 import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyListener;
 import dev.idem.RetryPolicy;
@@ -10,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import org.jspecify.annotations.Nullable;
@@ -33,11 +36,14 @@ import org.jspecify.annotations.Nullable;
  * <p><b>Channels.</b> A channel the broker closes (or that the processor aborts after a publisher-confirm timeout) is
  * reopened after the retry policy's initial delay; its unacked deliveries are redelivered by the broker. A lost
  * connection is the connection's business: with automatic recovery (amqp-client's default) the channels and consumers
- * come back with it; without, the consumer stops and {@link #failure()} says why. Deliveries received before a channel
+ * come back with it; without, the consumer stops and {@link #failure()} says why (also when the connection is lost while a
+ * channel waits to be reopened). Deliveries received before a channel
  * was lost are not handled (the broker redelivers them).
  *
- * <p>An {@link Error} thrown by the handler stops the consumer at once: every channel is aborted without acking the
- * message in hand, like a crash, and {@link #failure()} returns it. Thread-safe; start it once.
+ * <p>An {@link Error} thrown by the handler stops the consumer, and {@link #failure()} returns it: the channel it was
+ * thrown on is aborted at once without acking its message, like a crash; the other channels stop receiving and finish
+ * the message in hand, uninterrupted, as in {@link #close()} (a handler interrupted mid-transaction could leave the
+ * database half-way), and their prefetched deliveries go back to the queue. Thread-safe; start it once.
  */
 public final class IdempotentRabbitConsumer implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(IdempotentRabbitConsumer.class.getName());
@@ -51,7 +57,9 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
     private final Duration reopenDelay;
 
     private final Object lifecycle = new Object();
-    private final List<ConsumerChannel> channels = new ArrayList<>();
+    /** Written by start() while a handler's crash may read it. */
+    private final List<ConsumerChannel> channels = new CopyOnWriteArrayList<>();
+
     private volatile boolean stopping;
     private volatile boolean started;
     private volatile @Nullable Throwable failure;
@@ -138,10 +146,14 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
             if (reopener != null) {
                 reopener.shutdownNow();
             }
-            channels.forEach(ConsumerChannel::cancel);
-            long deadline = System.nanoTime() + shutdownTimeout.toNanos();
-            channels.forEach(c -> c.finish(deadline));
+            finishAll(channels);
         }
+    }
+
+    private void finishAll(List<ConsumerChannel> some) {
+        some.forEach(ConsumerChannel::cancel);
+        long deadline = System.nanoTime() + shutdownTimeout.toNanos();
+        some.forEach(c -> c.finish(deadline));
     }
 
     DeliveryProcessor processor() {
@@ -160,23 +172,42 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
         return stopping || failure != null;
     }
 
-    /** A handler threw an {@link Error}: abort every channel, like a crash. */
-    void crash(Error e) {
-        failure = e;
+    /**
+     * A handler threw an {@link Error} on {@code crashed}: abort that channel, like a crash; the first crash also stops
+     * the others as {@link #close()} does, on a thread of its own (this one is {@code crashed}'s handler thread).
+     * Channels start() opens after this see {@link #stopping()} and stay closed.
+     */
+    void crash(Error e, ConsumerChannel crashed) {
+        boolean first;
+        synchronized (this) {
+            first = failure == null;
+            if (first) {
+                failure = e;
+            }
+        }
+        crashed.abort();
+        if (!first) {
+            return;
+        }
         LOG.log(
                 System.Logger.Level.ERROR,
                 "consumer of " + processor.topology().workQueue()
                         + " stopped: the handler threw an Error; the message in hand is not acked",
                 e);
-        channels.forEach(ConsumerChannel::abort);
         ScheduledExecutorService r = reopener;
         if (r != null) {
             r.shutdownNow();
         }
+        List<ConsumerChannel> others = new ArrayList<>(channels);
+        others.remove(crashed);
+        Thread stopper = new Thread(
+                () -> finishAll(others), "idem-rabbitmq-" + processor.topology().workQueue() + "-crash");
+        stopper.setDaemon(true);
+        stopper.start();
     }
 
     /** The connection is gone for good, or the queue was deleted. */
-    void stopOn(Throwable cause) {
+    synchronized void stopOn(Throwable cause) {
         if (failure == null && !stopping) {
             failure = cause;
             LOG.log(
@@ -193,8 +224,14 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
         try {
             r.schedule(
                     () -> {
-                        if (!stopping() && !channel.reopen()) {
-                            reopenLater(channel);
+                        if (stopping() || channel.reopen()) {
+                            return;
+                        }
+                        ShutdownSignalException lost = connection.getCloseReason();
+                        if (lost != null && !(connection instanceof Recoverable)) {
+                            stopOn(notRecovering(lost));
+                        } else {
+                            reopenLater(channel); // an open connection, or one that automatic recovery brings back
                         }
                     },
                     reopenDelay.toMillis(),
@@ -202,6 +239,14 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
         } catch (java.util.concurrent.RejectedExecutionException e) {
             // closing
         }
+    }
+
+    /** The cause {@link #failure()} gives for {@code lost}, a connection without automatic recovery. */
+    static IOException notRecovering(ShutdownSignalException lost) {
+        return new IOException(
+                "the connection closed (" + lost.getMessage()
+                        + ") and does not recover: enable automatic recovery on the ConnectionFactory",
+                lost);
     }
 
     private static Duration max(Duration a, Duration b) {

@@ -117,6 +117,15 @@ final class RabbitFixture {
             }
         }
 
+        /** How many consumers the broker has on {@code queue}. */
+        long consumers(String queue) {
+            try (Channel channel = admin.createChannel()) {
+                return channel.queueDeclarePassive(queue).getConsumerCount();
+            } catch (IOException | TimeoutException e) {
+                throw new IllegalStateException("cannot read the consumers of " + queue, e);
+            }
+        }
+
         /** Takes every message out of {@code queue} (acked). */
         List<GetResponse> drain(String queue) {
             List<GetResponse> all = new ArrayList<>();

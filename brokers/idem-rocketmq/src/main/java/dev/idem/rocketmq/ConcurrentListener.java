@@ -84,8 +84,8 @@ final class ConcurrentListener implements MessageListenerConcurrently {
                 yield true;
             }
             case DEAD_LETTER -> {
-                // Without our copy the reason is lost, but the message still reaches %DLQ% through RocketMQ.
-                boolean stored = resends.deadLetter(message, decision) || resends.sendBack(message, -1);
+                // Not RocketMQ's send-back to %DLQ% if the copy fails: it would lose the reason. Retried instead.
+                boolean stored = resends.deadLetter(message, decision);
                 if (stored) {
                     events.deadLettered(message, decision);
                 }

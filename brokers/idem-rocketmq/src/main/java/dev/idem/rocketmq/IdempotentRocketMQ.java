@@ -43,9 +43,8 @@ import org.jspecify.annotations.Nullable;
  *       reconsume count, instead of RocketMQ's counted send-back.
  *   <li>{@code REJECTED}, no key, an unreadable key: at once a copy in {@code %DLQ%<group>} carrying {@value
  *       #DLQ_REASON}, {@value #DLQ_OUTCOME} and {@value #DLQ_ATTEMPTS} (and RocketMQ's {@code RETRY_TOPIC}: the
- *       original topic), then acknowledged. If that copy cannot be written, the concurrent listener falls back to
- *       RocketMQ's send-back with delay level -1 (the message reaches {@code %DLQ%} without the reason property) and
- *       the orderly one retries the dead-lettering.
+ *       original topic), then acknowledged. If that copy cannot be written, the message is retried (and
+ *       dead-lettered again on its next delivery), never sent to {@code %DLQ%} without the reason.
  * </ul>
  *
  * <p>The attempt bound is the {@link RetryPolicy}'s alone: {@link Builder#build()} sets the consumer's {@code

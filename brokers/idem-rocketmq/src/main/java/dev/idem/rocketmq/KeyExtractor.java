@@ -25,15 +25,26 @@ public interface KeyExtractor {
     }
 
     /**
-     * The message's {@code KEYS} (set with {@code Message.setKeys}), as one string: put exactly one business key there,
-     * e.g. {@code 10086:PAY}. Several space-separated keys are taken together as one key.
+     * The message's {@code KEYS} (set with {@code Message.setKeys}): put exactly one business key there, e.g. {@code
+     * 10086:PAY}. RocketMQ separates keys with spaces; a message with several is refused ({@code REJECTED}, dead-lettered
+     * with the reason), as nothing says which of them is the idempotency key, nor that a resend lists them in the same
+     * order.
      */
     static KeyExtractor keys() {
         return new KeyExtractor() {
             @Override
             public @Nullable String extract(MessageExt message) {
                 String keys = message.getKeys();
-                return keys == null ? null : keys.trim();
+                if (keys == null || keys.isBlank()) {
+                    return null;
+                }
+                String[] each = keys.trim().split(MessageConst.KEY_SEPARATOR + "+");
+                if (each.length > 1) {
+                    throw new IllegalArgumentException("the message has " + each.length + " keys (" + keys.trim()
+                            + "); the producer must set one business key in KEYS, or carry the key in a user property"
+                            + " read with KeyExtractor.property(name)");
+                }
+                return each[0];
             }
 
             @Override

@@ -24,7 +24,8 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.junit.jupiter.api.Test;
 
 /**
- * Poison messages: one without a key, one the handler rejects, one that fails on every attempt. Each ends in {@code
+ * Poison messages: one without a key, one with several keys in {@code KEYS}, one the handler rejects, one that fails
+ * on every attempt. Each ends in {@code
  * %DLQ%<group>} with its reason, and the good messages around them are all handled: nothing is stuck.
  */
 class PoisonMessageTest {
@@ -52,15 +53,20 @@ class PoisonMessageTest {
             RocketMQFixture.start(consumer);
             RocketMQFixture.send(producer, topic, "ok-1", "good");
             RocketMQFixture.send(producer, topic, null, "no key");
+            RocketMQFixture.send(producer, topic, "order-7 PAY", "several keys");
             RocketMQFixture.send(producer, topic, "bad-1", "invalid");
             RocketMQFixture.send(producer, topic, "broken-1", "broken");
             RocketMQFixture.send(producer, topic, "ok-2", "good");
 
-            await().atMost(WAIT).until(() -> RocketMQFixture.deadLetters(group).size() == 3);
+            await().atMost(WAIT).until(() -> RocketMQFixture.deadLetters(group).size() == 4);
             await().atMost(WAIT).until(() -> applied.size() == 2);
             Map<String, MessageExt> dead = RocketMQFixture.deadLetters(group).stream()
                     .collect(Collectors.toMap(RocketMQFixture::body, m -> m));
-            assertThat(dead.keySet()).containsExactlyInAnyOrder("no key", "invalid", "broken");
+            assertThat(dead.keySet()).containsExactlyInAnyOrder("no key", "several keys", "invalid", "broken");
+            assertThat(dead.get("several keys").getUserProperty(IdempotentRocketMQ.DLQ_REASON))
+                    .contains("2 keys")
+                    .contains("one business key")
+                    .contains("KeyExtractor.property");
             assertThat(dead.get("no key").getUserProperty(IdempotentRocketMQ.DLQ_REASON))
                     .contains("no idempotency key")
                     .contains("KEYS");

@@ -3,6 +3,7 @@ package dev.idem.rocketmq;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
+import dev.idem.testsupport.EmbeddedRocketMQ;
 import dev.idem.testsupport.TestServers;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;

@@ -1,4 +1,4 @@
-package dev.idem.rocketmq;
+package dev.idem.testsupport;
 
 import dev.idem.testkit.TcpProxy;
 import java.io.IOException;
@@ -25,18 +25,20 @@ import org.apache.rocketmq.store.GetMessageResult;
 import org.apache.rocketmq.store.MessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 import org.apache.rocketmq.store.exception.ConsumeQueueException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One RocketMQ name server and broker in this JVM, started on first use and shared by every test class (start-up
  * takes seconds, shutdown ten more: a JVM exit hook does it). The broker binds 127.0.0.1 but tells clients to use
  * 127.0.0.2, where a {@link TcpProxy} forwards to it, so that a test can swallow the broker's answers. Delay levels
- * are {@value #DELAY_LEVELS}: retries within seconds.
+ * are {@value #DELAY_LEVELS}: retries within seconds. Needs {@code rocketmq-broker} and {@code rocketmq-namesrv} on the
+ * test class path (netty 4.1, as {@code idem-rocketmq} pins it).
  */
-final class EmbeddedRocketMQ {
-    static final String DELAY_LEVELS = "1s 1s 1s 2s 2s 2s 3s 3s 3s 4s 4s 4s 5s 5s 5s 6s 6s 6s";
-    static final String BROKER_NAME = "idem-broker";
+public final class EmbeddedRocketMQ {
+    public static final String DELAY_LEVELS = "1s 1s 1s 2s 2s 2s 3s 3s 3s 4s 4s 4s 5s 5s 5s 6s 6s 6s";
+    public static final String BROKER_NAME = "idem-broker";
     private static final String ADVERTISED_HOST = "127.0.0.2";
-    private static EmbeddedRocketMQ shared;
+    private static @Nullable EmbeddedRocketMQ shared;
 
     private final NamesrvController nameServer;
     private final BrokerController broker;
@@ -87,7 +89,7 @@ final class EmbeddedRocketMQ {
     }
 
     /** The JVM's broker, started on first call. */
-    static synchronized EmbeddedRocketMQ shared() {
+    public static synchronized EmbeddedRocketMQ shared() {
         if (shared == null) {
             try {
                 Path dir = Files.createTempDirectory("idem-rocketmq");
@@ -100,17 +102,17 @@ final class EmbeddedRocketMQ {
         return shared;
     }
 
-    String nameServer() {
+    public String nameServer() {
         return nameServerAddress;
     }
 
     /** The proxy every client connection to the broker goes through. */
-    TcpProxy proxy() {
+    public TcpProxy proxy() {
         return proxy;
     }
 
     /** Creates {@code topic} with {@code queues} read/write queues and waits until the name server routes it. */
-    void createTopic(String topic, int queues) {
+    public void createTopic(String topic, int queues) {
         broker.getTopicConfigManager().updateTopicConfig(new TopicConfig(topic, queues, queues, 6));
         broker.registerBrokerAll(true, false, true);
         long deadline = System.nanoTime() + 10_000_000_000L;
@@ -126,13 +128,13 @@ final class EmbeddedRocketMQ {
      * Creates {@code %RETRY%<group>} and {@code %DLQ%<group>} before the group's first consumer starts: otherwise
      * the consumer learns the retry topic's route only at its next name-server poll, 30 s later.
      */
-    void createGroupTopics(String group) {
+    public void createGroupTopics(String group) {
         createTopic(MixAll.getRetryTopic(group), 1);
         createTopic(MixAll.getDLQTopic(group), 1);
     }
 
     /** Every message stored in {@code topic}, read from the broker's store. */
-    List<MessageExt> messages(String topic) throws ConsumeQueueException {
+    public List<MessageExt> messages(String topic) throws ConsumeQueueException {
         MessageStore store = broker.getMessageStore();
         TopicConfig config = broker.getTopicConfigManager().selectTopicConfig(topic);
         List<MessageExt> messages = new ArrayList<>();
@@ -161,11 +163,11 @@ final class EmbeddedRocketMQ {
     }
 
     /** The offset the broker holds for {@code group} on queue {@code queue} of {@code topic}, -1 if none. */
-    long committedOffset(String group, String topic, int queue) {
+    public long committedOffset(String group, String topic, int queue) {
         return broker.getConsumerOffsetManager().queryOffset(group, topic, queue);
     }
 
-    long endOffset(String topic, int queue) throws ConsumeQueueException {
+    public long endOffset(String topic, int queue) throws ConsumeQueueException {
         return broker.getMessageStore().getMaxOffsetInQueue(topic, queue);
     }
 

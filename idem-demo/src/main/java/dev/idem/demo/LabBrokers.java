@@ -13,6 +13,7 @@ final class LabBrokers {
     static LabBroker start(LabOptions options, PrintStream out, Runnable header) throws Exception {
         return switch (options.broker()) {
             case "kafka" -> KafkaLabBroker.start(options, out, header);
+            case "rocketmq" -> RocketMqLabBroker.start(options, out, header);
             case "rabbitmq" -> RabbitLabBroker.start(options, header);
             case "nats" -> NatsLabBroker.start(options, header);
             default -> throw new LabOptions.BadOptionException("unknown --broker " + options.broker());

@@ -14,6 +14,7 @@ import java.util.Set;
  * @param partitions partitions of the order topic
  * @param broker the broker the flow goes over: {@code kafka}, {@code rocketmq}, {@code rabbitmq} or {@code nats}
  * @param kafkaBootstrap an external broker, or empty for the in-process one
+ * @param rocketmqNamesrv an external RocketMQ name server, or empty for the in-process name server and broker
  * @param rabbitmqUrl the RabbitMQ server of {@code --broker rabbitmq}
  * @param natsUrl the NATS server (with JetStream) of {@code --broker nats}
  * @param jdbcUrl an external database, or empty for the embedded H2 file in {@code out}
@@ -28,6 +29,7 @@ record LabOptions(
         int partitions,
         String broker,
         Optional<String> kafkaBootstrap,
+        Optional<String> rocketmqNamesrv,
         String rabbitmqUrl,
         String natsUrl,
         Optional<String> jdbcUrl,
@@ -39,7 +41,7 @@ record LabOptions(
         boolean quiet) {
 
     static final int DEFAULT_ORDERS = 3000;
-    static final List<String> BROKERS = List.of("kafka", "rabbitmq", "nats");
+    static final List<String> BROKERS = List.of("kafka", "rocketmq", "rabbitmq", "nats");
     static final String DEFAULT_RABBITMQ_URL = "amqp://guest:guest@127.0.0.1:5672";
     static final String DEFAULT_NATS_URL = "nats://127.0.0.1:4222";
 
@@ -48,6 +50,7 @@ record LabOptions(
             "--partitions",
             "--broker",
             "--kafka-bootstrap",
+            "--rocketmq-namesrv",
             "--rabbitmq-url",
             "--nats-url",
             "--jdbc-url",
@@ -95,8 +98,9 @@ record LabOptions(
 
               --orders N                 orders in the flow (default 3000)
               --partitions N             partitions of the order topic; consumer channels on RabbitMQ (default 4)
-              --broker B                 kafka, rabbitmq or nats (default kafka)
+              --broker B                 kafka, rocketmq, rabbitmq or nats (default kafka)
               --kafka-bootstrap H:P      use this Kafka broker (default: an in-process broker)
+              --rocketmq-namesrv H:P     use this RocketMQ name server (default: an in-process name server and broker)
               --rabbitmq-url URL         amqp://user:pass@host:port of --broker rabbitmq
                                          (default amqp://guest:guest@127.0.0.1:5672)
               --nats-url URL             nats://host:port of --broker nats, JetStream on (default nats://127.0.0.1:4222)
@@ -127,6 +131,7 @@ record LabOptions(
         int partitions = 4;
         String broker = "kafka";
         String kafka = null;
+        String rocketmq = null;
         String rabbitmq = DEFAULT_RABBITMQ_URL;
         String nats = DEFAULT_NATS_URL;
         String jdbc = null;
@@ -167,7 +172,8 @@ record LabOptions(
                         case "--orders" -> orders = integer(name, value, 1, 10_000_000);
                         case "--partitions" -> partitions = integer(name, value, 2, 64);
                         case "--broker" -> broker = broker(value);
-                        case "--kafka-bootstrap" -> kafka = bootstrap(value);
+                        case "--kafka-bootstrap" -> kafka = hostPorts(name, value, "127.0.0.1:9092");
+                        case "--rocketmq-namesrv" -> rocketmq = hostPorts(name, value, "127.0.0.1:9876");
                         case "--rabbitmq-url" -> rabbitmq = url(name, value, "amqp", "amqp://guest:guest@host:5672");
                         case "--nats-url" -> nats = url(name, value, "nats", "nats://host:4222");
                         case "--jdbc-url" -> jdbc = jdbcUrl(value);
@@ -195,6 +201,9 @@ record LabOptions(
         if (kafka != null && !broker.equals("kafka")) {
             throw new BadOptionException("--kafka-bootstrap is for --broker kafka, not " + broker + ": drop one");
         }
+        if (rocketmq != null && !broker.equals("rocketmq")) {
+            throw new BadOptionException("--rocketmq-namesrv is for --broker rocketmq, not " + broker + ": drop one");
+        }
         if (redis != null && noRedis) {
             throw new BadOptionException("--redis-url and --no-redis contradict each other: pass only one");
         }
@@ -208,6 +217,7 @@ record LabOptions(
                 partitions,
                 broker,
                 Optional.ofNullable(kafka),
+                Optional.ofNullable(rocketmq),
                 rabbitmq,
                 nats,
                 Optional.ofNullable(jdbc),
@@ -254,8 +264,9 @@ record LabOptions(
         return r;
     }
 
-    private static String bootstrap(String value) {
-        for (String server : value.split(",")) {
+    /** A list of {@code host:port}, separated by commas (Kafka) or semicolons (RocketMQ name servers). */
+    private static String hostPorts(String name, String value, String example) {
+        for (String server : value.split("[,;]")) {
             int colon = server.lastIndexOf(':');
             boolean ok = colon > 0;
             if (ok) {
@@ -267,8 +278,8 @@ record LabOptions(
                 }
             }
             if (!ok) {
-                throw new BadOptionException("--kafka-bootstrap '" + value
-                        + "' is not a list of host:port: write e.g. --kafka-bootstrap 127.0.0.1:9092");
+                throw new BadOptionException(
+                        name + " '" + value + "' is not a list of host:port: write e.g. " + name + " " + example);
             }
         }
         return value;

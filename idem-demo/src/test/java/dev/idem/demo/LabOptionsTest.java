@@ -78,12 +78,41 @@ class LabOptionsTest {
 
     @Test
     void unknownBroker_exitsWith2_listingTheBrokers() {
-        assertOneClearLine(run("--broker", "pulsar"), "--broker", "kafka, rabbitmq, nats");
+        assertOneClearLine(run("--broker", "pulsar"), "--broker", "kafka, rocketmq, rabbitmq, nats");
     }
 
     @Test
     void kafkaBootstrapWithAnotherBroker_exitsWith2() {
         assertOneClearLine(run("--broker", "nats", "--kafka-bootstrap", "127.0.0.1:9092"), "--kafka-bootstrap");
+    }
+
+    @Test
+    void rocketmqNamesrvWithAnotherBroker_exitsWith2() {
+        assertOneClearLine(run("--broker", "nats", "--rocketmq-namesrv", "127.0.0.1:9876"), "--rocketmq-namesrv");
+    }
+
+    @Test
+    void rocketmqNamesrvNotHostPort_exitsWith2_withAnExample() {
+        assertOneClearLine(
+                run("--broker", "rocketmq", "--rocketmq-namesrv", "localhost"),
+                "--rocketmq-namesrv 'localhost' is not a list of host:port",
+                "127.0.0.1:9876");
+    }
+
+    @Test
+    void unreachableRocketMqNameServer_exitsWith2_namingTheOptionAndHowToStartOne() {
+        assertOneClearLine(
+                run(
+                        "--broker",
+                        "rocketmq",
+                        "--jdbc-url",
+                        "jdbc:h2:mem:optsrocketmq;DB_CLOSE_DELAY=-1",
+                        "--no-redis",
+                        "--rocketmq-namesrv",
+                        "127.0.0.1:1"),
+                "RocketMQ does not answer",
+                "--rocketmq-namesrv",
+                "start one");
     }
 
     @Test
@@ -155,6 +184,7 @@ class LabOptionsTest {
         assertThat(o.rabbitmqUrl()).isEqualTo("amqp://guest:guest@127.0.0.1:5672");
         assertThat(o.natsUrl()).isEqualTo("nats://127.0.0.1:4222");
         assertThat(o.kafkaBootstrap()).isEmpty();
+        assertThat(o.rocketmqNamesrv()).isEmpty();
         assertThat(o.jdbcUrl()).isEmpty();
         assertThat(o.out()).isEqualTo(out.resolve("idem-lab-out"));
         LabOptions.Faults f = o.faults();

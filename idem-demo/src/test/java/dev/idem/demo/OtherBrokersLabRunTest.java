@@ -14,8 +14,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A small lab over each broker besides Kafka (the local servers; skipped without one, failed with {@code
- * IDEM_REQUIRE_SERVICES=1}): the same SQL verdict, the report names the broker, and what the broker cannot produce is
+ * A small lab over each broker besides Kafka (the local servers, skipped without one, failed with {@code
+ * IDEM_REQUIRE_SERVICES=1}; RocketMQ in-process): the same SQL verdict, the report names the broker, and what the broker cannot produce is
  * reported as such.
  */
 class OtherBrokersLabRunTest {
@@ -36,6 +36,25 @@ class OtherBrokersLabRunTest {
                         v -> assertThat(v).startsWith("n/a on rabbitmq"))
                 .hasEntrySatisfying(
                         "connection lost while handled, redelivered before the ack (2.0%)",
+                        v -> assertThat(Long.parseLong(v)).isPositive());
+    }
+
+    @Test
+    void rocketmq_inProcess_unguardedDoubleCharges_everyGuardHolds() throws Exception {
+        Map<String, Object> json = lab("rocketmq");
+
+        assertThat(json).containsEntry("broker", "rocketmq");
+        LabRunTest.assertEveryGuardHeld_andTheUnguardedDoubleCharged(json);
+        Map<String, String> injected = injected(json);
+        assertThat(injected)
+                .hasEntrySatisfying(
+                        "consumeTimeout, sent back while handled (2.0%)",
+                        v -> assertThat(v).startsWith("n/a on rocketmq"))
+                .hasEntrySatisfying(
+                        "consumer stopped after DB commit, before the offset is persisted (1.0%)",
+                        v -> assertThat(Long.parseLong(v)).isPositive())
+                .hasEntrySatisfying(
+                        "client retry after a lost send answer (same msgId) (4.0%)",
                         v -> assertThat(Long.parseLong(v)).isPositive());
     }
 

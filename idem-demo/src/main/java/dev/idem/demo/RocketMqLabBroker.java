@@ -5,6 +5,7 @@ import dev.idem.rocketmq.DelayLevels;
 import dev.idem.rocketmq.IdempotentRocketMQ;
 import dev.idem.rocketmq.KeyExtractor;
 import dev.idem.rocketmq.RocketMQProducers;
+import dev.idem.testsupport.EmbeddedRocketMQ;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -49,7 +50,7 @@ import org.jspecify.annotations.Nullable;
  * </ul>
  */
 final class RocketMqLabBroker implements LabBroker {
-    private final @Nullable EmbeddedRocketMq embedded;
+    private final @Nullable EmbeddedRocketMQ embedded;
     private final String nameServer;
     private final int queues;
     private final String suffix = LabBroker.runSuffix();
@@ -61,12 +62,12 @@ final class RocketMqLabBroker implements LabBroker {
     /** Per group: until when a copy sent back for a retry may still be on its way (System.nanoTime()). */
     private final Map<String, AtomicLong> retriesDueBy = new ConcurrentHashMap<>();
 
-    private RocketMqLabBroker(LabOptions options, @Nullable EmbeddedRocketMq embedded, String nameServer) {
+    private RocketMqLabBroker(LabOptions options, @Nullable EmbeddedRocketMQ embedded, String nameServer) {
         this.embedded = embedded;
         this.nameServer = nameServer;
         this.queues = options.partitions();
         this.delayLevels =
-                embedded == null ? DelayLevels.rocketmqDefault() : DelayLevels.parse(EmbeddedRocketMq.DELAY_LEVELS);
+                embedded == null ? DelayLevels.rocketmqDefault() : DelayLevels.parse(EmbeddedRocketMQ.DELAY_LEVELS);
         producer = new DefaultMQProducer("idem-lab-producer-" + suffix);
         producer.setNamesrvAddr(nameServer);
         producer.setInstanceName("idem-lab-producer-" + suffix);
@@ -78,7 +79,7 @@ final class RocketMqLabBroker implements LabBroker {
                         ? "external name server at " + nameServer
                         : "in-process name server at " + nameServer
                                 + " and broker (clients through a TCP proxy, delay levels "
-                                + EmbeddedRocketMq.DELAY_LEVELS
+                                + EmbeddedRocketMQ.DELAY_LEVELS
                                 + ")"));
     }
 
@@ -94,7 +95,7 @@ final class RocketMqLabBroker implements LabBroker {
         }
         header.run();
         out.println("  starting an in-process RocketMQ name server and broker ...");
-        EmbeddedRocketMq embedded = new EmbeddedRocketMq(Files.createTempDirectory("idem-lab-rocketmq"));
+        EmbeddedRocketMQ embedded = EmbeddedRocketMQ.start(Files.createTempDirectory("idem-lab-rocketmq"));
         RocketMqLabBroker broker = new RocketMqLabBroker(options, embedded, embedded.nameServer());
         broker.startProducer(() -> "the in-process RocketMQ broker does not answer");
         return broker;

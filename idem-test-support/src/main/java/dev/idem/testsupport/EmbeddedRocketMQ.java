@@ -34,7 +34,7 @@ import org.jspecify.annotations.Nullable;
  * are {@value #DELAY_LEVELS}: retries within seconds. Needs {@code rocketmq-broker} and {@code rocketmq-namesrv} on the
  * test class path (netty 4.1, as {@code idem-rocketmq} pins it).
  */
-public final class EmbeddedRocketMQ {
+public final class EmbeddedRocketMQ implements AutoCloseable {
     public static final String DELAY_LEVELS = "1s 1s 1s 2s 2s 2s 3s 3s 3s 4s 4s 4s 5s 5s 5s 6s 6s 6s";
     public static final String BROKER_NAME = "idem-broker";
     private static final String ADVERTISED_HOST = "127.0.0.2";
@@ -88,13 +88,18 @@ public final class EmbeddedRocketMQ {
         broker.start();
     }
 
+    /** A name server and broker of their own, storing in {@code dir}; {@link #close()} stops them. */
+    public static EmbeddedRocketMQ start(Path dir) throws Exception {
+        return new EmbeddedRocketMQ(dir);
+    }
+
     /** The JVM's broker, started on first call. */
     public static synchronized EmbeddedRocketMQ shared() {
         if (shared == null) {
             try {
                 Path dir = Files.createTempDirectory("idem-rocketmq");
                 shared = new EmbeddedRocketMQ(dir);
-                Runtime.getRuntime().addShutdownHook(new Thread(shared::shutdown, "idem-rocketmq-shutdown"));
+                Runtime.getRuntime().addShutdownHook(new Thread(shared::close, "idem-rocketmq-shutdown"));
             } catch (Exception e) {
                 throw new IllegalStateException("the in-process RocketMQ broker did not start", e);
             }
@@ -171,7 +176,8 @@ public final class EmbeddedRocketMQ {
         return broker.getMessageStore().getMaxOffsetInQueue(topic, queue);
     }
 
-    private void shutdown() {
+    @Override
+    public void close() {
         broker.shutdown();
         nameServer.shutdown();
         proxy.close();

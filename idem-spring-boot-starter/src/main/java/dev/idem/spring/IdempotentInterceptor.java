@@ -88,6 +88,13 @@ final class IdempotentInterceptor implements MethodInterceptor {
             JdbcInbox inbox = guards.inbox(m.namespace());
             return observed(m, "inbox", inbox.describe(), call, () -> joined(inbox, key, fingerprint, call));
         }
+        if (TransactionSynchronizationManager.isActualTransactionActive()) {
+            throw new ConfigurationException("@Idempotent on " + m.where() + " was called inside a transaction that"
+                    + " holds no connection of the inbox's DataSource: the lease would record the message as applied"
+                    + " before that transaction commits, and a rollback would then lose it. Run it in a transaction"
+                    + " of the application's DataSource (the one the inbox uses), or call it outside the"
+                    + " transaction");
+        }
         Guard guard = leaseGuard(m);
         return observed(
                 m,

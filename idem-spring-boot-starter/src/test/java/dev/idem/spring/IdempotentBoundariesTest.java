@@ -1,0 +1,115 @@
+package dev.idem.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.ConfigurationException;
+import dev.idem.testsupport.TestDatabase;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DelegatingDataSource;
+import org.springframework.transaction.annotation.EnableTransactionManagement;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/** Where Spring's proxies and transactions could let an {@code @Idempotent} method run unguarded or lose a message. */
+class IdempotentBoundariesTest {
+    static final TestDatabase INBOX = TestDatabase.h2("boundaries-inbox");
+    static final TestDatabase OTHER = TestDatabase.h2("boundaries-other");
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(IdemAutoConfiguration.class))
+            .withBean(DataSource.class, () -> new DelegatingDataSource(INBOX.dataSource()))
+            .withPropertyValues("idem.namespace=orders", "idem.jdbc.create-table-if-missing=true");
+
+    @AfterAll
+    static void drop() {
+        INBOX.close();
+        OTHER.close();
+    }
+
+    @Test
+    void idempotentMethod_insideATransactionOfAnotherDataSource_isRefusedRatherThanMarkedBeforeThatCommit() {
+        runner.withUserConfiguration(OtherTransactions.class).run(context -> {
+            OtherTransactions.Service service = context.getBean(OtherTransactions.Service.class);
+            TransactionTemplate other = new TransactionTemplate(context.getBean(DataSourceTransactionManager.class));
+            String key = "other-" + System.nanoTime();
+            assertThatThrownBy(() -> other.executeWithoutResult(status -> {
+                        service.apply(key);
+                        status.setRollbackOnly(); // the effect rolls back after the method returned
+                    }))
+                    .isInstanceOf(ConfigurationException.class)
+                    .hasMessageContaining("transaction")
+                    .hasMessageContaining("DataSource");
+            service.apply(key); // outside any transaction the lease guards it, and the message is applied
+            assertThat(service.calls()).isEqualTo(1);
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableTransactionManagement
+    static class OtherTransactions {
+        @Bean
+        DataSourceTransactionManager otherTransactions() {
+            return new DataSourceTransactionManager(OTHER.dataSource());
+        }
+
+        @Bean
+        Service service() {
+            return new Service();
+        }
+
+        static class Service {
+            private int calls;
+
+            int calls() {
+                return calls;
+            }
+
+            @Idempotent(key = "#key")
+            public void apply(String key) {
+                calls++;
+            }
+        }
+    }
+
+    @Test
+    void idempotentFinalMethod_whichTheProxyCannotIntercept_failsTheStartupWithTheFix() {
+        runner.withBean(FinalMethod.class)
+                .run(context -> assertThat(context)
+                        .getFailure()
+                        .rootCause()
+                        .hasMessageContaining(FinalMethod.class.getName() + ".apply")
+                        .hasMessageContaining("final"));
+    }
+
+    @Test
+    void idempotentPrivateMethod_failsTheStartupWithTheFix() {
+        runner.withBean(PrivateMethod.class)
+                .run(context -> assertThat(context)
+                        .getFailure()
+                        .rootCause()
+                        .hasMessageContaining(PrivateMethod.class.getName() + ".apply")
+                        .hasMessageContaining("private"));
+    }
+
+    static class FinalMethod {
+        @Idempotent(key = "#key")
+        public final void apply(String key) {}
+    }
+
+    static class PrivateMethod {
+        @Idempotent(key = "#key")
+        private void apply(String key) {}
+
+        @Idempotent(key = "#key")
+        public void applyPublic(String key) {
+            apply(key);
+        }
+    }
+}

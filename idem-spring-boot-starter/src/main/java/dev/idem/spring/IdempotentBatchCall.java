@@ -69,7 +69,7 @@ final class IdempotentBatchCall {
 
     private @Nullable Object run(IdempotentGuards guards) throws Throwable {
         DataSource ds = guards.dataSource();
-        if (ds == null || !IdempotentInterceptor.inTransaction(ds)) {
+        if (ds == null || !IdempotentInterceptor.inTransaction(ds, "@IdempotentBatch on " + m.where())) {
             throw new ConfigurationException("@IdempotentBatch on " + m.where() + " was called outside a transaction"
                     + " of the application's DataSource: put @Transactional on it, so that every mark commits with"
                     + " the batch's writes");

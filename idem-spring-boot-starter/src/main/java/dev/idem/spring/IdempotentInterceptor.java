@@ -84,7 +84,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
         }
         Call call = new Call(invocation, m.codec());
         DataSource ds = guards.dataSource();
-        if (ds != null && inTransaction(ds)) {
+        if (ds != null && inTransaction(ds, "@Idempotent on " + m.where())) {
             JdbcInbox inbox = guards.inbox(m.namespace());
             return observed(m, "inbox", inbox.describe(), call, () -> joined(inbox, key, fingerprint, call));
         }
@@ -119,10 +119,20 @@ final class IdempotentInterceptor implements MethodInterceptor {
         }
     }
 
-    /** Whether a Spring transaction holds a connection of {@code ds} on this thread. */
-    static boolean inTransaction(DataSource ds) {
-        return TransactionSynchronizationManager.isActualTransactionActive()
+    /**
+     * Whether a Spring transaction holds a connection of {@code ds} on this thread.
+     *
+     * @throws ConfigurationException when that transaction is read-only: the mark is a write
+     */
+    static boolean inTransaction(DataSource ds, String guarded) {
+        boolean joined = TransactionSynchronizationManager.isActualTransactionActive()
                 && TransactionSynchronizationManager.hasResource(ds);
+        if (joined && TransactionSynchronizationManager.isCurrentTransactionReadOnly()) {
+            throw new ConfigurationException(guarded + " was called in a readOnly transaction, where its dedup mark"
+                    + " cannot be written (PostgreSQL refuses the insert, on every redelivery again): remove"
+                    + " readOnly = true from its @Transactional");
+        }
+        return joined;
     }
 
     private Outcome joined(JdbcInbox inbox, String key, @Nullable String fingerprint, Call call) {

@@ -15,6 +15,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.DelegatingDataSource;
 import org.springframework.transaction.annotation.EnableTransactionManagement;
+import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /** Where Spring's proxies and transactions could let an {@code @Idempotent} method run unguarded or lose a message. */
@@ -71,6 +72,45 @@ class IdempotentBoundariesTest {
                 return calls;
             }
 
+            @Idempotent(key = "#key")
+            public void apply(String key) {
+                calls++;
+            }
+        }
+    }
+
+    @Test
+    void idempotentMethod_inAReadOnlyTransaction_isRefusedWithTheFixBeforeItRuns() {
+        runner.withUserConfiguration(ReadOnlyTransactions.class).run(context -> {
+            ReadOnlyTransactions.Service service = context.getBean(ReadOnlyTransactions.Service.class);
+            assertThatThrownBy(() -> service.apply("read-only-" + System.nanoTime()))
+                    .isInstanceOf(ConfigurationException.class)
+                    .hasMessageContaining("readOnly");
+            assertThat(service.calls()).isZero();
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableTransactionManagement
+    static class ReadOnlyTransactions {
+        @Bean
+        DataSourceTransactionManager transactionManager(DataSource ds) {
+            return new DataSourceTransactionManager(ds);
+        }
+
+        @Bean
+        Service service() {
+            return new Service();
+        }
+
+        static class Service {
+            private int calls;
+
+            int calls() {
+                return calls;
+            }
+
+            @Transactional(readOnly = true)
             @Idempotent(key = "#key")
             public void apply(String key) {
                 calls++;

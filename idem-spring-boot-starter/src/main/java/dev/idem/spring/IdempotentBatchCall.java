@@ -15,7 +15,6 @@ import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.ProxyMethodInvocation;
-import org.springframework.expression.EvaluationException;
 import org.springframework.expression.spel.support.StandardEvaluationContext;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.util.ClassUtils;
@@ -84,7 +83,7 @@ final class IdempotentBatchCall {
                 context.setVariable("element", element);
                 deliveries.add(Delivery.of(m.key(context), m.fingerprint(context)));
                 positions.add(i);
-            } catch (EvaluationException e) {
+            } catch (RuntimeException e) { // SpEL rethrows a called method's RuntimeException unwrapped
                 outcomes[i] = Outcome.rejected(
                         "the key or fingerprint expression failed on element " + i + ": " + e.getMessage(), e);
             }

@@ -20,7 +20,6 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.EvaluationContext;
-import org.springframework.expression.EvaluationException;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -77,7 +76,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
             EvaluationContext context = m.context(target, invocation.getArguments());
             key = m.key(context);
             fingerprint = m.fingerprint(context);
-        } catch (EvaluationException e) {
+        } catch (RuntimeException e) { // SpEL rethrows a called method's RuntimeException unwrapped
             throw new IdempotentRejectedException(
                     m.namespace(),
                     Outcome.rejected("the key or fingerprint expression failed on this message: " + e.getMessage(), e));

@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.ConfigurationException;
 import dev.idem.testsupport.TestDatabase;
+import java.util.ArrayList;
+import java.util.List;
 import javax.sql.DataSource;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -14,6 +17,7 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.DelegatingDataSource;
+import org.springframework.kafka.listener.BatchListenerFailedException;
 import org.springframework.transaction.annotation.EnableTransactionManagement;
 import org.springframework.transaction.annotation.Transactional;
 import org.springframework.transaction.support.TransactionTemplate;
@@ -114,6 +118,67 @@ class IdempotentBoundariesTest {
             @Idempotent(key = "#key")
             public void apply(String key) {
                 calls++;
+            }
+        }
+    }
+
+    @Test
+    void keyExpression_whoseMethodThrows_isRejectedWithoutRunningTheMethod_andOnlyItsElementOfABatch() {
+        runner.withUserConfiguration(ThrowingKeys.class).run(context -> {
+            ThrowingKeys.Service service = context.getBean(ThrowingKeys.Service.class);
+            assertThatThrownBy(() -> service.apply(new Message(null)))
+                    .isInstanceOf(IdempotentRejectedException.class)
+                    .hasMessageContaining("the message has no id");
+            assertThat(service.applied()).isEmpty();
+            String good = "good-" + System.nanoTime();
+            assertThatThrownBy(() -> service.applyAll(List.of(new Message(good), new Message(null))))
+                    .isInstanceOf(BatchListenerFailedException.class)
+                    .satisfies(e -> assertThat(((BatchListenerFailedException) e).getIndex())
+                            .isEqualTo(1))
+                    .hasRootCauseInstanceOf(IllegalArgumentException.class);
+            assertThat(service.applied()).containsExactly(good);
+        });
+    }
+
+    /** A payload whose id accessor throws when the id is missing, as generated or validating accessors do. */
+    public record Message(@Nullable String id) {
+        public String key() {
+            if (id == null) {
+                throw new IllegalArgumentException("the message has no id");
+            }
+            return id;
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableTransactionManagement
+    static class ThrowingKeys {
+        @Bean
+        DataSourceTransactionManager transactionManager(DataSource ds) {
+            return new DataSourceTransactionManager(ds);
+        }
+
+        @Bean
+        Service service() {
+            return new Service();
+        }
+
+        static class Service {
+            private final List<String> applied = new ArrayList<>();
+
+            List<String> applied() {
+                return applied;
+            }
+
+            @Idempotent(key = "#message.key()")
+            public void apply(Message message) {
+                applied.add(message.key());
+            }
+
+            @Transactional
+            @IdempotentBatch(key = "#element.key()")
+            public void applyAll(List<Message> messages) {
+                messages.forEach(m -> applied.add(m.key()));
             }
         }
     }

@@ -3,6 +3,7 @@ package dev.idem.spring;
 import dev.idem.ConfigurationException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
+import java.lang.reflect.Proxy;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
@@ -21,7 +22,7 @@ final class UnreachableIdempotentMethods implements BeanPostProcessor {
     @Override
     public Object postProcessBeforeInitialization(Object bean, String beanName) {
         Class<?> type = ClassUtils.getUserClass(bean);
-        if (checked.add(type)) {
+        if (!Proxy.isProxyClass(type) && checked.add(type)) { // a JDK proxy's methods are final, and not the user's
             ReflectionUtils.doWithMethods(type, UnreachableIdempotentMethods::check);
         }
         return bean;

@@ -203,6 +203,20 @@ class IdempotentBoundariesTest {
                         .hasMessageContaining("private"));
     }
 
+    @Test
+    void aJdkProxyBean_whoseInterfaceIsIdempotent_startsItsFinalProxyMethodsAreNotTheUsers() {
+        Payments proxy = (Payments) java.lang.reflect.Proxy.newProxyInstance(
+                Payments.class.getClassLoader(), new Class<?>[] {Payments.class}, (p, method, args) -> null);
+        runner.withBean(Payments.class, () -> proxy)
+                .run(context -> assertThat(context).hasNotFailed().hasSingleBean(Payments.class));
+    }
+
+    /** An interface implemented by a JDK proxy (a client, a repository) whose methods are final. */
+    public interface Payments {
+        @Idempotent(key = "#key")
+        void pay(String key);
+    }
+
     static class FinalMethod {
         @Idempotent(key = "#key")
         public final void apply(String key) {}

@@ -96,6 +96,12 @@ public class IdemAutoConfiguration {
         static IdempotentAdvisor idempotentBatchFailureAdvisor() {
             return IdempotentAdvisor.outsideTheTransaction();
         }
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static UnreachableIdempotentMethods unreachableIdempotentMethods() {
+            return new UnreachableIdempotentMethods();
+        }
     }
 
     /** Makes sure an auto-proxy creator exists (Spring Boot's AOP auto-configuration may be excluded). */

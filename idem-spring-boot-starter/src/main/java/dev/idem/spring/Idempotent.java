@@ -13,8 +13,14 @@ import java.lang.annotation.Target;
  *   <li>Inside a Spring-managed transaction that holds a connection of the application's {@code DataSource}
  *       ({@code @Transactional}, {@code TransactionTemplate}), the key's mark is written on that transaction's own
  *       connection ({@code JdbcInbox}): it commits or rolls back with the method's {@code JdbcTemplate}/JPA writes.
- *   <li>Outside such a transaction, the lease store (Redis when configured, else the database) guards the call.
+ *   <li>Outside any transaction, the lease store (Redis when configured, else the database) guards the call.
+ *   <li>Inside a transaction that holds no connection of the inbox's data source (another data source, a Kafka
+ *       transaction) the call is refused with a {@link dev.idem.ConfigurationException}: the lease would record the
+ *       message as applied before that transaction commits.
  * </ul>
+ *
+ * The guard is Spring's proxy: a call from the bean to itself ({@code this.pay(...)}) bypasses it and runs unguarded,
+ * and a private, static or final method cannot be guarded at all (the startup fails on one).
  *
  * A duplicate skips the method and returns the stored result (methods returning {@code void}, {@code String} or
  * {@code byte[]}, or any type a {@link ResultCodec} bean handles). An outcome that must be retried throws {@link

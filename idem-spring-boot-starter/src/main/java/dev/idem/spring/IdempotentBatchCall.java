@@ -15,7 +15,6 @@ import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
 import org.springframework.aop.ProxyMethodInvocation;
-import org.springframework.expression.EvaluationException;
 import org.springframework.expression.spel.support.StandardEvaluationContext;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.util.ClassUtils;
@@ -69,7 +68,7 @@ final class IdempotentBatchCall {
 
     private @Nullable Object run(IdempotentGuards guards) throws Throwable {
         DataSource ds = guards.dataSource();
-        if (ds == null || !IdempotentInterceptor.inTransaction(ds)) {
+        if (ds == null || !IdempotentInterceptor.inTransaction(ds, "@IdempotentBatch on " + m.where())) {
             throw new ConfigurationException("@IdempotentBatch on " + m.where() + " was called outside a transaction"
                     + " of the application's DataSource: put @Transactional on it, so that every mark commits with"
                     + " the batch's writes");
@@ -84,7 +83,7 @@ final class IdempotentBatchCall {
                 context.setVariable("element", element);
                 deliveries.add(Delivery.of(m.key(context), m.fingerprint(context)));
                 positions.add(i);
-            } catch (EvaluationException e) {
+            } catch (RuntimeException e) { // SpEL rethrows a called method's RuntimeException unwrapped
                 outcomes[i] = Outcome.rejected(
                         "the key or fingerprint expression failed on element " + i + ": " + e.getMessage(), e);
             }

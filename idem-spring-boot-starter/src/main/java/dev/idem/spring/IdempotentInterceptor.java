@@ -20,7 +20,6 @@ import org.jspecify.annotations.Nullable;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.EvaluationContext;
-import org.springframework.expression.EvaluationException;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.support.TransactionSynchronizationManager;
 
@@ -77,16 +76,23 @@ final class IdempotentInterceptor implements MethodInterceptor {
             EvaluationContext context = m.context(target, invocation.getArguments());
             key = m.key(context);
             fingerprint = m.fingerprint(context);
-        } catch (EvaluationException e) {
+        } catch (RuntimeException e) { // SpEL rethrows a called method's RuntimeException unwrapped
             throw new IdempotentRejectedException(
                     m.namespace(),
                     Outcome.rejected("the key or fingerprint expression failed on this message: " + e.getMessage(), e));
         }
         Call call = new Call(invocation, m.codec());
         DataSource ds = guards.dataSource();
-        if (ds != null && inTransaction(ds)) {
+        if (ds != null && inTransaction(ds, "@Idempotent on " + m.where())) {
             JdbcInbox inbox = guards.inbox(m.namespace());
             return observed(m, "inbox", inbox.describe(), call, () -> joined(inbox, key, fingerprint, call));
+        }
+        if (TransactionSynchronizationManager.isActualTransactionActive()) {
+            throw new ConfigurationException("@Idempotent on " + m.where() + " was called inside a transaction that"
+                    + " holds no connection of the inbox's DataSource: the lease would record the message as applied"
+                    + " before that transaction commits, and a rollback would then lose it. Run it in a transaction"
+                    + " of the application's DataSource (the one the inbox uses), or call it outside the"
+                    + " transaction");
         }
         Guard guard = leaseGuard(m);
         return observed(
@@ -112,10 +118,20 @@ final class IdempotentInterceptor implements MethodInterceptor {
         }
     }
 
-    /** Whether a Spring transaction holds a connection of {@code ds} on this thread. */
-    static boolean inTransaction(DataSource ds) {
-        return TransactionSynchronizationManager.isActualTransactionActive()
+    /**
+     * Whether a Spring transaction holds a connection of {@code ds} on this thread.
+     *
+     * @throws ConfigurationException when that transaction is read-only: the mark is a write
+     */
+    static boolean inTransaction(DataSource ds, String guarded) {
+        boolean joined = TransactionSynchronizationManager.isActualTransactionActive()
                 && TransactionSynchronizationManager.hasResource(ds);
+        if (joined && TransactionSynchronizationManager.isCurrentTransactionReadOnly()) {
+            throw new ConfigurationException(guarded + " was called in a readOnly transaction, where its dedup mark"
+                    + " cannot be written (PostgreSQL refuses the insert, on every redelivery again): remove"
+                    + " readOnly = true from its @Transactional");
+        }
+        return joined;
     }
 
     private Outcome joined(JdbcInbox inbox, String key, @Nullable String fingerprint, Call call) {

@@ -97,7 +97,8 @@ final class IdempotentMethod {
     /**
      * The key for these arguments; a null value becomes the empty key, which the guard rejects.
      *
-     * @throws EvaluationException when the expression fails on these arguments (e.g. a missing header)
+     * @throws EvaluationException when the expression fails on these arguments (e.g. a missing header); a
+     *     RuntimeException of a method the expression calls propagates as it is
      */
     String key(EvaluationContext context) {
         Object value = key.getValue(context);
@@ -110,7 +111,8 @@ final class IdempotentMethod {
     /**
      * The payload fingerprint for these arguments, or null when the method has none.
      *
-     * @throws EvaluationException when the expression fails on these arguments
+     * @throws EvaluationException when the expression fails on these arguments; a RuntimeException of a method the
+     *     expression calls propagates as it is
      */
     @Nullable
     String fingerprint(EvaluationContext context) {

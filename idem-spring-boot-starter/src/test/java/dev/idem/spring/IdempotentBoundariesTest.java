@@ -1,0 +1,234 @@
+package dev.idem.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.idem.ConfigurationException;
+import dev.idem.testsupport.TestDatabase;
+import java.util.ArrayList;
+import java.util.List;
+import javax.sql.DataSource;
+import org.jspecify.annotations.Nullable;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DelegatingDataSource;
+import org.springframework.kafka.listener.BatchListenerFailedException;
+import org.springframework.transaction.annotation.EnableTransactionManagement;
+import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionTemplate;
+
+/** Where Spring's proxies and transactions could let an {@code @Idempotent} method run unguarded or lose a message. */
+class IdempotentBoundariesTest {
+    static final TestDatabase INBOX = TestDatabase.h2("boundaries-inbox");
+    static final TestDatabase OTHER = TestDatabase.h2("boundaries-other");
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(IdemAutoConfiguration.class))
+            .withBean(DataSource.class, () -> new DelegatingDataSource(INBOX.dataSource()))
+            .withPropertyValues("idem.namespace=orders", "idem.jdbc.create-table-if-missing=true");
+
+    @AfterAll
+    static void drop() {
+        INBOX.close();
+        OTHER.close();
+    }
+
+    @Test
+    void idempotentMethod_insideATransactionOfAnotherDataSource_isRefusedRatherThanMarkedBeforeThatCommit() {
+        runner.withUserConfiguration(OtherTransactions.class).run(context -> {
+            OtherTransactions.Service service = context.getBean(OtherTransactions.Service.class);
+            TransactionTemplate other = new TransactionTemplate(context.getBean(DataSourceTransactionManager.class));
+            String key = "other-" + System.nanoTime();
+            assertThatThrownBy(() -> other.executeWithoutResult(status -> {
+                        service.apply(key);
+                        status.setRollbackOnly(); // the effect rolls back after the method returned
+                    }))
+                    .isInstanceOf(ConfigurationException.class)
+                    .hasMessageContaining("transaction")
+                    .hasMessageContaining("DataSource");
+            service.apply(key); // outside any transaction the lease guards it, and the message is applied
+            assertThat(service.calls()).isEqualTo(1);
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableTransactionManagement
+    static class OtherTransactions {
+        @Bean
+        DataSourceTransactionManager otherTransactions() {
+            return new DataSourceTransactionManager(OTHER.dataSource());
+        }
+
+        @Bean
+        Service service() {
+            return new Service();
+        }
+
+        static class Service {
+            private int calls;
+
+            int calls() {
+                return calls;
+            }
+
+            @Idempotent(key = "#key")
+            public void apply(String key) {
+                calls++;
+            }
+        }
+    }
+
+    @Test
+    void idempotentMethod_inAReadOnlyTransaction_isRefusedWithTheFixBeforeItRuns() {
+        runner.withUserConfiguration(ReadOnlyTransactions.class).run(context -> {
+            ReadOnlyTransactions.Service service = context.getBean(ReadOnlyTransactions.Service.class);
+            assertThatThrownBy(() -> service.apply("read-only-" + System.nanoTime()))
+                    .isInstanceOf(ConfigurationException.class)
+                    .hasMessageContaining("readOnly");
+            assertThat(service.calls()).isZero();
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableTransactionManagement
+    static class ReadOnlyTransactions {
+        @Bean
+        DataSourceTransactionManager transactionManager(DataSource ds) {
+            return new DataSourceTransactionManager(ds);
+        }
+
+        @Bean
+        Service service() {
+            return new Service();
+        }
+
+        static class Service {
+            private int calls;
+
+            int calls() {
+                return calls;
+            }
+
+            @Transactional(readOnly = true)
+            @Idempotent(key = "#key")
+            public void apply(String key) {
+                calls++;
+            }
+        }
+    }
+
+    @Test
+    void keyExpression_whoseMethodThrows_isRejectedWithoutRunningTheMethod_andOnlyItsElementOfABatch() {
+        runner.withUserConfiguration(ThrowingKeys.class).run(context -> {
+            ThrowingKeys.Service service = context.getBean(ThrowingKeys.Service.class);
+            assertThatThrownBy(() -> service.apply(new Message(null)))
+                    .isInstanceOf(IdempotentRejectedException.class)
+                    .hasMessageContaining("the message has no id");
+            assertThat(service.applied()).isEmpty();
+            String good = "good-" + System.nanoTime();
+            assertThatThrownBy(() -> service.applyAll(List.of(new Message(good), new Message(null))))
+                    .isInstanceOf(BatchListenerFailedException.class)
+                    .satisfies(e -> assertThat(((BatchListenerFailedException) e).getIndex())
+                            .isEqualTo(1))
+                    .hasRootCauseInstanceOf(IllegalArgumentException.class);
+            assertThat(service.applied()).containsExactly(good);
+        });
+    }
+
+    /** A payload whose id accessor throws when the id is missing, as generated or validating accessors do. */
+    public record Message(@Nullable String id) {
+        public String key() {
+            if (id == null) {
+                throw new IllegalArgumentException("the message has no id");
+            }
+            return id;
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    @EnableTransactionManagement
+    static class ThrowingKeys {
+        @Bean
+        DataSourceTransactionManager transactionManager(DataSource ds) {
+            return new DataSourceTransactionManager(ds);
+        }
+
+        @Bean
+        Service service() {
+            return new Service();
+        }
+
+        static class Service {
+            private final List<String> applied = new ArrayList<>();
+
+            List<String> applied() {
+                return applied;
+            }
+
+            @Idempotent(key = "#message.key()")
+            public void apply(Message message) {
+                applied.add(message.key());
+            }
+
+            @Transactional
+            @IdempotentBatch(key = "#element.key()")
+            public void applyAll(List<Message> messages) {
+                messages.forEach(m -> applied.add(m.key()));
+            }
+        }
+    }
+
+    @Test
+    void idempotentFinalMethod_whichTheProxyCannotIntercept_failsTheStartupWithTheFix() {
+        runner.withBean(FinalMethod.class)
+                .run(context -> assertThat(context)
+                        .getFailure()
+                        .rootCause()
+                        .hasMessageContaining(FinalMethod.class.getName() + ".apply")
+                        .hasMessageContaining("final"));
+    }
+
+    @Test
+    void idempotentPrivateMethod_failsTheStartupWithTheFix() {
+        runner.withBean(PrivateMethod.class)
+                .run(context -> assertThat(context)
+                        .getFailure()
+                        .rootCause()
+                        .hasMessageContaining(PrivateMethod.class.getName() + ".apply")
+                        .hasMessageContaining("private"));
+    }
+
+    @Test
+    void aJdkProxyBean_whoseInterfaceIsIdempotent_startsItsFinalProxyMethodsAreNotTheUsers() {
+        Payments proxy = (Payments) java.lang.reflect.Proxy.newProxyInstance(
+                Payments.class.getClassLoader(), new Class<?>[] {Payments.class}, (p, method, args) -> null);
+        runner.withBean(Payments.class, () -> proxy)
+                .run(context -> assertThat(context).hasNotFailed().hasSingleBean(Payments.class));
+    }
+
+    /** An interface implemented by a JDK proxy (a client, a repository) whose methods are final. */
+    public interface Payments {
+        @Idempotent(key = "#key")
+        void pay(String key);
+    }
+
+    static class FinalMethod {
+        @Idempotent(key = "#key")
+        public final void apply(String key) {}
+    }
+
+    static class PrivateMethod {
+        @Idempotent(key = "#key")
+        private void apply(String key) {}
+
+        @Idempotent(key = "#key")
+        public void applyPublic(String key) {
+            apply(key);
+        }
+    }
+}

@@ -102,7 +102,6 @@ class PrivateServerTest {
 
         assertThat(processes).isNotEmpty().allMatch(PrivateServer::isDead);
         assertThat(redis.directory()).doesNotExist();
-        assertThat(TestServers.answers("127.0.0.1", redis.port())).isFalse();
     }
 
     @Test

@@ -47,7 +47,8 @@ import org.jspecify.annotations.Nullable;
  * {@code --fault-scenarios} runs with faults, once [postgresql:4,mariadb:4], {@code --handler-failures} [0.01], {@code
  * --crashes-in-handler} [0.0025], {@code --crashes-after-commit} [0.0025], {@code --batch} [100], {@code --lease}
  * lease of the lease stores in ms [2000], {@code --contenders} ids to run [all], {@code --no-redis}, {@code --seed}
- * [42], {@code --timeout} per run in s [300], {@code --out} a file for the Markdown report.
+ * [42], {@code --timeout} per run in s [300], {@code --warmup} deliveries of an untimed first run of every contender in every
+ * scenario, 0 for none [3000], {@code --out} a file for the Markdown report.
  */
 public final class EndToEnd {
     /** The names of the contenders' ids in order. */
@@ -88,6 +89,7 @@ public final class EndToEnd {
             Duration timeout,
             int batch,
             int retained,
+            int warmup,
             @Nullable Path out,
             String command) {}
 
@@ -170,6 +172,7 @@ public final class EndToEnd {
                 "--seed",
                 "--timeout",
                 "--retained",
+                "--warmup",
                 "--out");
         for (String k : given.keySet()) {
             if (!known.contains(k)) {
@@ -218,6 +221,7 @@ public final class EndToEnd {
                 Duration.ofSeconds(Long.parseLong(given.getOrDefault("--timeout", "300"))),
                 batch,
                 Integer.parseInt(given.getOrDefault("--retained", "0")),
+                Integer.parseInt(given.getOrDefault("--warmup", "3000")),
                 given.containsKey("--out") ? Path.of(given.get("--out")) : null,
                 String.join(" ", args));
     }
@@ -298,6 +302,9 @@ public final class EndToEnd {
                     databaseFacts.put(engine, Machine.database(engine, db.dataSource()));
                 }
             }
+            if (options.warmup() > 0) {
+                warmUp(options, contenders, databases.keySet(), counted, faults, redisUri);
+            }
             for (int round = 0; round < options.rounds(); round++) {
                 for (Scenario s : options.scenarios()) {
                     TestDatabase db = databases.get(s.engine());
@@ -350,6 +357,36 @@ public final class EndToEnd {
                                 : "Retention full: " + options.retained() + " completed marks of other keys in"
                                         + " idem_keys during every run; " + String.join("; ", purgeFacts)));
         return new Report(measurements, claims, skipped, markdown);
+    }
+
+    /**
+     * Runs every contender once per database and thread count on a small clean workload, untimed, so that the timed
+     * rounds measure compiled code: a guard's longer code path would otherwise pay more of the JIT's warm-up than the
+     * hand-written loop does.
+     */
+    private static void warmUp(
+            Options options,
+            List<Contender> contenders,
+            Set<Engine> engines,
+            Map<Engine, HikariDataSource> counted,
+            Faults faults,
+            @Nullable String redisUri)
+            throws Exception {
+        Workload warm = Workload.generate(options.shape().withDeliveries(options.warmup()));
+        List<Scenario> timed = options.scenarios().stream()
+                .filter(s -> !s.faults() && engines.contains(s.engine()))
+                .toList();
+        for (Scenario s : timed) {
+            Bank bank = new Bank(counted.get(s.engine()), s.engine(), faults);
+            for (Contender c : contenders) {
+                if (!c.needsRedis() || redisUri != null) {
+                    runOne(c, s, -1, warm, bank, redisUri, options);
+                }
+            }
+        }
+        if (redisUri != null && !timed.isEmpty()) {
+            claimsOnly(redisUri, warm, 1, -1, options.batch());
+        }
     }
 
     /** How fast a purge deletes {@code count} marks whose retention ended, on an otherwise empty table. */
@@ -414,9 +451,9 @@ public final class EndToEnd {
         int n = workload.deliveries().size();
         System.err.printf(
                 Locale.ROOT,
-                "round %d %-26s %-22s %8.0f/s  rt/new %.2f rt/dup %.2f rt/msg %.2f jvm %.0fus db %.0fus redis %.0fus"
+                "%s %-26s %-22s %8.0f/s  rt/new %.2f rt/dup %.2f rt/msg %.2f jvm %.0fus db %.0fus redis %.0fus"
                         + " cmds %.2f  %s%s%n",
-                round + 1,
+                roundLabel(round),
                 s.title(),
                 c.id(),
                 result.perSecond(),
@@ -430,6 +467,10 @@ public final class EndToEnd {
                 check == null ? "DID NOT FINISH" : check,
                 result.firstError() == null ? "" : "  first error: " + result.firstError());
         return m;
+    }
+
+    private static String roundLabel(int round) {
+        return round < 0 ? "warm-up" : "round " + (round + 1);
     }
 
     private static List<ClaimsMeasurement> claimsOnly(String uri, Workload workload, int threads, int round, int batch)
@@ -446,8 +487,8 @@ public final class EndToEnd {
                 out.add(new ClaimsMeasurement(id, threads, round, r));
                 System.err.printf(
                         Locale.ROOT,
-                        "round %d Redis %d threads          %-22s %8.0f claims/s  won %d of %d%n",
-                        round + 1,
+                        "%s Redis %d threads          %-22s %8.0f claims/s  won %d of %d%n",
+                        roundLabel(round),
                         threads,
                         id,
                         r.perSecond(),

@@ -38,7 +38,8 @@ final class Tables {
                 "- Workload: %,d deliveries (%.0f%% copies of earlier payments, %.0f%% of those racing their original"
                         + " from a second thread), %,d accounts, medians of %d interleaved rounds; faults (own runs,"
                         + " once): %.2f%% handler failures, %.2f%% crashes inside the handler, %.2f%% crashes after the"
-                        + " commit, before the ack; lease of the lease stores %d ms\n",
+                        + " commit, before the ack; lease of the lease stores %d ms; before the timed rounds every"
+                        + " contender ran once untimed on %,d deliveries (JIT warm-up)\n",
                 shape.deliveries(),
                 shape.duplicates() * 100,
                 shape.racing() * 100,
@@ -47,7 +48,8 @@ final class Tables {
                 shape.handlerFailures() * 100,
                 shape.crashesInHandler() * 100,
                 shape.crashesAfterCommit() * 100,
-                o.lease().toMillis()));
+                o.lease().toMillis(),
+                o.warmup()));
         for (String s : skipped) {
             md.append("- Left out (not reachable): ").append(s).append('\n');
         }

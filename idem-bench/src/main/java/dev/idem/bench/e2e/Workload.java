@@ -88,6 +88,11 @@ record Workload(List<Payment> payments, List<Delivery> deliveries, int accounts,
             return new Shape(deliveries, duplicates, racing, accounts, 0, 0, 0, seed);
         }
 
+        /** The same shape without faults, with {@code count} deliveries and another seed. */
+        Shape withDeliveries(int count) {
+            return new Shape(count, duplicates, racing, accounts, 0, 0, 0, seed + 1);
+        }
+
         boolean faulty() {
             return handlerFailures + crashesInHandler + crashesAfterCommit > 0;
         }

@@ -139,7 +139,7 @@ class ConcurrentHandlingTest {
         URI server = URI.create(NatsFixture.url());
         try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "cut" + name);
                 TcpProxy proxy = TcpProxy.start(server.getHost(), server.getPort());
-                Connection viaProxy = NatsFixture.connect("nats://127.0.0.1:" + proxy.port())) {
+                Connection viaProxy = NatsFixture.connectNoticingDeadLink("nats://127.0.0.1:" + proxy.port())) {
             String durable = streams.durable(name, ACK_WAIT, -1);
             String prefix = streams.prefix;
             bank.open(prefix + "acc", 1000);

@@ -54,7 +54,7 @@ class CrashBeforeAckTest {
             for (Debits mode : Debits.values()) {
                 Run run;
                 try (TcpProxy proxy = TcpProxy.start(server.getHost(), server.getPort());
-                        Connection first = NatsFixture.connect("nats://127.0.0.1:" + proxy.port())) {
+                        Connection first = NatsFixture.connectNoticingDeadLink("nats://127.0.0.1:" + proxy.port())) {
                     run = crashAfterCommit(streams, mode, nats, first, () -> NatsFixture.cutOff(proxy), () -> {});
                 }
                 assertEffects(mode, run);

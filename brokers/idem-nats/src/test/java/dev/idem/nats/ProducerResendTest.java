@@ -56,7 +56,7 @@ class ProducerResendTest {
     void lostPubAck_resendWithMsgId_withinWindow_storedOnce_everyConsumerDebitsOnce() throws Exception {
         try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "resendid");
                 TcpProxy proxy = proxyToServer();
-                Connection producer = NatsFixture.connect("nats://127.0.0.1:" + proxy.port())) {
+                Connection producer = NatsFixture.connectNoticingDeadLink("nats://127.0.0.1:" + proxy.port())) {
             JetStream js = shortTimeout(producer);
             js.publish(NatsProducers.message(streams.subject("pay"), "warmup", bytes("warmup:0")));
             proxy.blackholeExisting();
@@ -78,7 +78,7 @@ class ProducerResendTest {
     void lostPubAck_resendWithoutMsgId_storedTwice_unguardedDebitsTwice_guardsOnce() throws Exception {
         try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "resendnoid");
                 TcpProxy proxy = proxyToServer();
-                Connection producer = NatsFixture.connect("nats://127.0.0.1:" + proxy.port())) {
+                Connection producer = NatsFixture.connectNoticingDeadLink("nats://127.0.0.1:" + proxy.port())) {
             JetStream js = shortTimeout(producer);
             js.publish(withKeyOnly(streams.subject("pay"), "warmup", "warmup:0"));
             proxy.blackholeExisting();

@@ -31,7 +31,8 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 /**
  * The first advice of a Rabbit listener container (it wraps the others, spring-rabbit's retry interceptor included):
  * turns a failed delivery of an {@link Idempotent} listener into idem-rabbitmq's delayed retry or dead letter instead
- * of spring-rabbit's immediate requeue, in the container's own acknowledge mode ({@code AUTO}, the default).
+ * of spring-rabbit's immediate requeue, in the container's own acknowledge mode ({@code AUTO}, the default; a guarded
+ * listener's container in another mode fails the startup: {@link GuardedListenerAckMode}).
  *
  * <ul>
  *   <li>{@link IdempotentRetryLaterException} ({@code IN_PROGRESS}, {@code OUT_OF_ORDER}, {@code FAILED}) and the

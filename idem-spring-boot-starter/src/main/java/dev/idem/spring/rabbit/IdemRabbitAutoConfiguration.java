@@ -19,7 +19,9 @@ import org.springframework.context.annotation.Bean;
 
 /**
  * {@code @RabbitListener} + {@code @Idempotent}: {@link IdemRabbitAdvice} first in the advice chain of every Rabbit
- * listener container factory (Spring Boot's, and the application's own), with the {@code idem.rabbit.*} back-off.
+ * listener container factory (Spring Boot's, and the application's own), with the {@code idem.rabbit.*} back-off; each
+ * factory refuses to create a guarded listener's container in another acknowledge mode than AUTO ({@link
+ * GuardedListenerAckMode}).
  */
 @AutoConfiguration
 @ConditionalOnClass({BaseRabbitListenerContainerFactory.class, DeliveryProcessor.class})
@@ -50,6 +52,7 @@ public class IdemRabbitAutoConfiguration {
                         chain.addAll(List.of(existing));
                     }
                     factory.setAdviceChain(chain.toArray(Advice[]::new));
+                    return GuardedListenerAckMode.around(factory);
                 }
                 return bean;
             }

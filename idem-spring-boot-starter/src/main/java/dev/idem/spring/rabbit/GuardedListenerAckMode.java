@@ -1,0 +1,94 @@
+package dev.idem.spring.rabbit;
+
+import dev.idem.ConfigurationException;
+import dev.idem.spring.Idempotent;
+import dev.idem.spring.IdempotentBatch;
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.jspecify.annotations.Nullable;
+import org.springframework.amqp.core.AcknowledgeMode;
+import org.springframework.amqp.rabbit.annotation.RabbitHandler;
+import org.springframework.amqp.rabbit.config.BaseRabbitListenerContainerFactory;
+import org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer;
+import org.springframework.amqp.rabbit.listener.MethodRabbitListenerEndpoint;
+import org.springframework.amqp.rabbit.listener.MultiMethodRabbitListenerEndpoint;
+import org.springframework.aop.framework.ProxyFactory;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.aop.support.NameMatchMethodPointcutAdvisor;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.util.ReflectionUtils;
+
+/**
+ * Fails the startup when a container factory creates the container of an {@link Idempotent} or {@link
+ * IdempotentBatch} {@code @RabbitListener} in another acknowledge mode than {@link AcknowledgeMode#AUTO}, with the
+ * mode the container really has (the factory's, or the listener's own {@code ackMode}).
+ *
+ * <p>The guard and {@link IdemRabbitAdvice} settle what they decide (a duplicate the method never sees, a retry copy, a
+ * dead letter) by returning to the container, which acks. In {@code MANUAL} nothing acks those deliveries: each holds
+ * a prefetch slot until its channel closes and then comes back, again and again. In {@code NONE} the broker forgets a
+ * delivery as it sends it, so a crash inside the method loses the message.
+ */
+final class GuardedListenerAckMode implements MethodInterceptor {
+
+    /** {@code factory}, checking every container it creates for an endpoint. */
+    static Object around(BaseRabbitListenerContainerFactory<?> factory) {
+        ProxyFactory proxy = new ProxyFactory(factory);
+        proxy.setProxyTargetClass(true);
+        NameMatchMethodPointcutAdvisor advisor = new NameMatchMethodPointcutAdvisor(new GuardedListenerAckMode());
+        advisor.setMappedName("createListenerContainer");
+        proxy.addAdvisor(advisor);
+        return proxy.getProxy(factory.getClass().getClassLoader());
+    }
+
+    @Override
+    public @Nullable Object invoke(MethodInvocation invocation) throws Throwable {
+        Object container = invocation.proceed();
+        Object[] arguments = invocation.getArguments();
+        if (arguments.length == 1
+                && arguments[0] instanceof MethodRabbitListenerEndpoint endpoint
+                && container instanceof AbstractMessageListenerContainer c
+                && c.getAcknowledgeMode() != AcknowledgeMode.AUTO) {
+            List<Method> guarded = guardedMethods(endpoint);
+            if (!guarded.isEmpty()) {
+                throw refusal(guarded.get(0), c.getAcknowledgeMode());
+            }
+        }
+        return container;
+    }
+
+    private static List<Method> guardedMethods(MethodRabbitListenerEndpoint endpoint) {
+        Object bean = endpoint.getBean();
+        Class<?> type = AopUtils.getTargetClass(bean);
+        List<Method> methods = new ArrayList<>();
+        if (endpoint instanceof MultiMethodRabbitListenerEndpoint) { // a class-level @RabbitListener
+            ReflectionUtils.doWithMethods(
+                    type, methods::add, m -> AnnotatedElementUtils.hasAnnotation(m, RabbitHandler.class));
+        } else {
+            Method method = endpoint.getMethod();
+            if (method != null) {
+                methods.add(AopUtils.getMostSpecificMethod(method, type));
+            }
+        }
+        methods.removeIf(m -> !AnnotatedElementUtils.hasAnnotation(m, Idempotent.class)
+                && !AnnotatedElementUtils.hasAnnotation(m, IdempotentBatch.class));
+        return methods;
+    }
+
+    private static ConfigurationException refusal(Method method, AcknowledgeMode mode) {
+        String why = mode == AcknowledgeMode.NONE
+                ? "the broker forgets each delivery as it sends it, so a crash inside the method loses the message"
+                : "a duplicate the guard skips, or a delivery it sends to the retry queue or the dead-letter queue,"
+                        + " is never acked: it holds a prefetch slot until the channel closes, then is delivered again";
+        return new ConfigurationException(
+                "@Idempotent on " + method.getDeclaringClass().getName() + "."
+                        + method.getName() + " is a @RabbitListener whose container acks in mode " + mode + ": " + why
+                        + ". Idem needs AUTO, where the container acks after the method (and its transaction) returned and"
+                        + " Idem settles duplicates, retries and dead letters. Set ackMode = \"AUTO\" on this @RabbitListener"
+                        + " (or acknowledge-mode auto on its container factory, e.g."
+                        + " spring.rabbitmq.listener.simple.acknowledge-mode=auto) and remove the method's own"
+                        + " basicAck/basicNack calls");
+    }
+}

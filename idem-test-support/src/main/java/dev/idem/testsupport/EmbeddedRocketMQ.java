@@ -10,6 +10,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.broker.BrokerController;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.MQVersion;
@@ -18,6 +19,7 @@ import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.namesrv.NamesrvConfig;
+import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.namesrv.NamesrvController;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
@@ -86,6 +88,7 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         broker = new BrokerController(brokerConfig, brokerNetty, new NettyClientConfig(), storeConfig);
         check(broker.initialize(), "broker");
         broker.start();
+        awaitRoute(TopicValidator.RMQ_SYS_SELF_TEST_TOPIC); // the broker has registered with the name server
     }
 
     /** A name server and broker of their own, storing in {@code dir}; {@link #close()} stops them. */
@@ -120,12 +123,31 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
     public void createTopic(String topic, int queues) {
         broker.getTopicConfigManager().updateTopicConfig(new TopicConfig(topic, queues, queues, 6));
         broker.registerBrokerAll(true, false, true);
-        long deadline = System.nanoTime() + 10_000_000_000L;
+        awaitRoute(topic);
+    }
+
+    /**
+     * Waits until the name server routes {@code topic}, registering the broker again every 2 s (its own next try is
+     * 30 s away when one is lost): a minute in all, for a loaded machine.
+     */
+    private void awaitRoute(String topic) {
+        long start = System.nanoTime();
+        long deadline = start + TimeUnit.MINUTES.toNanos(1);
+        long reregister = start + TimeUnit.SECONDS.toNanos(2);
         while (nameServer.getRouteInfoManager().pickupTopicRouteData(topic) == null) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("topic " + topic + " not routed by the name server");
+            if (System.nanoTime() > reregister) {
+                broker.registerBrokerAll(true, false, true);
+                reregister = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
             }
-            Thread.onSpinWait();
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("topic " + topic + " not routed by the name server within a minute");
+            }
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while waiting for the route of " + topic, e);
+            }
         }
     }
 

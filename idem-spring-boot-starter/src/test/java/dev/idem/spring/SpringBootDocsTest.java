@@ -16,5 +16,8 @@ class SpringBootDocsTest {
         ReadmeSnippets.assertShown(
                 Path.of("src/test/java/dev/idem/spring/rabbitapp/RabbitPaymentListener.java"),
                 "spring-rabbit-listener");
+        ReadmeSnippets.assertShown(
+                Path.of("src/test/java/dev/idem/spring/rocketmqapp/RocketPaymentListener.java"),
+                "spring-rocketmq-listener");
     }
 }

@@ -13,12 +13,14 @@ import org.springframework.amqp.core.AcknowledgeMode;
 import org.springframework.amqp.core.Message;
 import org.springframework.amqp.rabbit.annotation.RabbitListener;
 import org.springframework.amqp.rabbit.annotation.RabbitListenerConfigurer;
+import org.springframework.amqp.rabbit.config.ContainerCustomizer;
 import org.springframework.amqp.rabbit.config.SimpleRabbitListenerContainerFactory;
 import org.springframework.amqp.rabbit.connection.ConnectionFactory;
 import org.springframework.amqp.rabbit.listener.MethodRabbitListenerEndpoint;
 import org.springframework.amqp.rabbit.listener.RabbitListenerContainerFactory;
 import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistrar;
 import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
+import org.springframework.amqp.rabbit.listener.SimpleMessageListenerContainer;
 import org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -89,6 +91,14 @@ class GuardedListenerAckModeContextTest {
                         "spring.rabbitmq.listener.type=direct",
                         "spring.rabbitmq.listener.direct.acknowledge-mode=manual")
                 .run(context -> assertRefused(context.getStartupFailure(), "MANUAL"));
+    }
+
+    @Test
+    void ackModeSetByAContainerCustomizer_isTheModeChecked() {
+        app.withBean(Guarded.class)
+                .withBean(ContainerCustomizer.class, () -> (ContainerCustomizer<SimpleMessageListenerContainer>)
+                        c -> c.setAcknowledgeMode(AcknowledgeMode.NONE))
+                .run(context -> assertRefused(context.getStartupFailure(), "NONE"));
     }
 
     @Test

@@ -14,6 +14,7 @@ import org.springframework.amqp.core.AcknowledgeMode;
 import org.springframework.amqp.rabbit.annotation.RabbitHandler;
 import org.springframework.amqp.rabbit.config.BaseRabbitListenerContainerFactory;
 import org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer;
+import org.springframework.amqp.rabbit.listener.DirectMessageListenerContainer;
 import org.springframework.amqp.rabbit.listener.MethodRabbitListenerEndpoint;
 import org.springframework.amqp.rabbit.listener.MultiMethodRabbitListenerEndpoint;
 import org.springframework.aop.framework.AopConfigException;
@@ -88,7 +89,7 @@ final class GuardedListenerAckMode implements MethodInterceptor {
                 && c.getAcknowledgeMode() != AcknowledgeMode.AUTO) {
             List<Method> guarded = guardedMethods(endpoint);
             if (!guarded.isEmpty()) {
-                throw refusal(guarded.get(0), c.getAcknowledgeMode());
+                throw refusal(guarded.get(0), c);
             }
         }
         return container;
@@ -112,18 +113,22 @@ final class GuardedListenerAckMode implements MethodInterceptor {
         return methods;
     }
 
-    private static ConfigurationException refusal(Method method, AcknowledgeMode mode) {
+    private static ConfigurationException refusal(Method method, AbstractMessageListenerContainer container) {
+        AcknowledgeMode mode = container.getAcknowledgeMode();
+        String annotation =
+                AnnotatedElementUtils.hasAnnotation(method, Idempotent.class) ? "@Idempotent" : "@IdempotentBatch";
+        String type = container instanceof DirectMessageListenerContainer ? "direct" : "simple";
         String why = mode == AcknowledgeMode.NONE
                 ? "the broker forgets each delivery as it sends it, so a crash inside the method loses the message"
                 : "a duplicate the guard skips, or a delivery it sends to the retry queue or the dead-letter queue,"
                         + " is never acked: it holds a prefetch slot until the channel closes, then is delivered again";
         return new ConfigurationException(
-                "@Idempotent on " + method.getDeclaringClass().getName() + "."
+                annotation + " on " + method.getDeclaringClass().getName() + "."
                         + method.getName() + " is a @RabbitListener whose container acks in mode " + mode + ": " + why
                         + ". Idem needs AUTO, where the container acks after the method (and its transaction) returned and"
                         + " Idem settles duplicates, retries and dead letters. Set ackMode = \"AUTO\" on this @RabbitListener"
                         + " (or acknowledge-mode auto on its container factory, e.g."
-                        + " spring.rabbitmq.listener.simple.acknowledge-mode=auto) and remove the method's own"
+                        + " spring.rabbitmq.listener." + type + ".acknowledge-mode=auto) and remove the method's own"
                         + " basicAck/basicNack calls");
     }
 }

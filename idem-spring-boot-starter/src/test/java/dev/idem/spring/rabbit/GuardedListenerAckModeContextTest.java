@@ -90,7 +90,8 @@ class GuardedListenerAckModeContextTest {
                 .withPropertyValues(
                         "spring.rabbitmq.listener.type=direct",
                         "spring.rabbitmq.listener.direct.acknowledge-mode=manual")
-                .run(context -> assertRefused(context.getStartupFailure(), "MANUAL"));
+                .run(context -> assertThat(refusal(context.getStartupFailure(), "MANUAL"))
+                        .hasMessageContaining("spring.rabbitmq.listener.direct.acknowledge-mode=auto"));
     }
 
     @Test
@@ -105,7 +106,8 @@ class GuardedListenerAckModeContextTest {
     void batchListener_withIdempotentBatch_inManual_isRefused() {
         app.withBean(GuardedBatch.class)
                 .withPropertyValues("spring.rabbitmq.listener.simple.acknowledge-mode=manual")
-                .run(context -> assertRefused(context.getStartupFailure(), "MANUAL"));
+                .run(context -> assertThat(refusal(context.getStartupFailure(), "MANUAL"))
+                        .hasMessageStartingWith("@IdempotentBatch on "));
     }
 
     @Test
@@ -297,6 +299,10 @@ class GuardedListenerAckModeContextTest {
     }
 
     private static void assertRefused(@Nullable Throwable failure, String mode) {
+        refusal(failure, mode);
+    }
+
+    private static Throwable refusal(@Nullable Throwable failure, String mode) {
         assertThat(failure).as("the startup failed").isNotNull();
         Throwable t = failure;
         while (t != null && !(t instanceof ConfigurationException)) {
@@ -304,5 +310,6 @@ class GuardedListenerAckModeContextTest {
         }
         assertThat(t).as("a ConfigurationException in %s", failure).isNotNull();
         assertThat(t).hasMessageContaining("acks in mode " + mode);
+        return t;
     }
 }

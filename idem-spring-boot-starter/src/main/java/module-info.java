@@ -33,6 +33,7 @@ module dev.idem.spring {
     requires static spring.boot.health;
     requires static spring.data.redis;
     requires static spring.kafka;
+    requires static spring.messaging;
     requires static spring.rabbit;
 
     exports dev.idem.spring;

@@ -4,6 +4,7 @@ import dev.idem.ConfigurationException;
 import dev.idem.spring.Idempotent;
 import dev.idem.spring.IdempotentBatch;
 import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
 import java.util.ArrayList;
 import java.util.List;
 import org.aopalliance.intercept.MethodInterceptor;
@@ -13,8 +14,10 @@ import org.springframework.amqp.core.AcknowledgeMode;
 import org.springframework.amqp.rabbit.annotation.RabbitHandler;
 import org.springframework.amqp.rabbit.config.BaseRabbitListenerContainerFactory;
 import org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer;
+import org.springframework.amqp.rabbit.listener.DirectMessageListenerContainer;
 import org.springframework.amqp.rabbit.listener.MethodRabbitListenerEndpoint;
 import org.springframework.amqp.rabbit.listener.MultiMethodRabbitListenerEndpoint;
+import org.springframework.aop.framework.AopConfigException;
 import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.aop.support.NameMatchMethodPointcutAdvisor;
@@ -33,14 +36,47 @@ import org.springframework.util.ReflectionUtils;
  */
 final class GuardedListenerAckMode implements MethodInterceptor {
 
-    /** {@code factory}, checking every container it creates for an endpoint. */
+    private static final System.Logger LOG = System.getLogger(GuardedListenerAckMode.class.getName());
+
+    /**
+     * {@code factory}, checking every container it creates for an endpoint; or {@code factory} itself, unchecked and
+     * with a warning, when a subclass of it cannot stand in for it: its class is final or not visible, or it has a
+     * final method (called on the proxy, that method would read the proxy's own empty fields).
+     */
     static Object around(BaseRabbitListenerContainerFactory<?> factory) {
-        ProxyFactory proxy = new ProxyFactory(factory);
-        proxy.setProxyTargetClass(true);
-        NameMatchMethodPointcutAdvisor advisor = new NameMatchMethodPointcutAdvisor(new GuardedListenerAckMode());
-        advisor.setMappedName("createListenerContainer");
-        proxy.addAdvisor(advisor);
-        return proxy.getProxy(factory.getClass().getClassLoader());
+        Class<?> type = factory.getClass();
+        String unproxyable = finalMethodOf(type);
+        if (unproxyable == null) {
+            ProxyFactory proxy = new ProxyFactory(factory);
+            proxy.setProxyTargetClass(true);
+            NameMatchMethodPointcutAdvisor advisor = new NameMatchMethodPointcutAdvisor(new GuardedListenerAckMode());
+            advisor.setMappedName("createListenerContainer");
+            proxy.addAdvisor(advisor);
+            try {
+                return proxy.getProxy(type.getClassLoader());
+            } catch (AopConfigException e) {
+                unproxyable = e.getMessage();
+            }
+        }
+        LOG.log(
+                System.Logger.Level.WARNING,
+                "the acknowledge mode of the @Idempotent @RabbitListeners of container factory {0} is not checked (a"
+                        + " guarded listener needs AUTO): {1}",
+                type.getName(),
+                unproxyable);
+        return factory;
+    }
+
+    private static @Nullable String finalMethodOf(Class<?> type) {
+        for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
+            for (Method m : c.getDeclaredMethods()) {
+                int modifiers = m.getModifiers();
+                if (Modifier.isFinal(modifiers) && !Modifier.isStatic(modifiers) && !Modifier.isPrivate(modifiers)) {
+                    return "its method " + m + " is final";
+                }
+            }
+        }
+        return null;
     }
 
     @Override
@@ -53,7 +89,7 @@ final class GuardedListenerAckMode implements MethodInterceptor {
                 && c.getAcknowledgeMode() != AcknowledgeMode.AUTO) {
             List<Method> guarded = guardedMethods(endpoint);
             if (!guarded.isEmpty()) {
-                throw refusal(guarded.get(0), c.getAcknowledgeMode());
+                throw refusal(guarded.get(0), c);
             }
         }
         return container;
@@ -77,18 +113,22 @@ final class GuardedListenerAckMode implements MethodInterceptor {
         return methods;
     }
 
-    private static ConfigurationException refusal(Method method, AcknowledgeMode mode) {
+    private static ConfigurationException refusal(Method method, AbstractMessageListenerContainer container) {
+        AcknowledgeMode mode = container.getAcknowledgeMode();
+        String annotation =
+                AnnotatedElementUtils.hasAnnotation(method, Idempotent.class) ? "@Idempotent" : "@IdempotentBatch";
+        String type = container instanceof DirectMessageListenerContainer ? "direct" : "simple";
         String why = mode == AcknowledgeMode.NONE
                 ? "the broker forgets each delivery as it sends it, so a crash inside the method loses the message"
                 : "a duplicate the guard skips, or a delivery it sends to the retry queue or the dead-letter queue,"
                         + " is never acked: it holds a prefetch slot until the channel closes, then is delivered again";
         return new ConfigurationException(
-                "@Idempotent on " + method.getDeclaringClass().getName() + "."
+                annotation + " on " + method.getDeclaringClass().getName() + "."
                         + method.getName() + " is a @RabbitListener whose container acks in mode " + mode + ": " + why
                         + ". Idem needs AUTO, where the container acks after the method (and its transaction) returned and"
                         + " Idem settles duplicates, retries and dead letters. Set ackMode = \"AUTO\" on this @RabbitListener"
                         + " (or acknowledge-mode auto on its container factory, e.g."
-                        + " spring.rabbitmq.listener.simple.acknowledge-mode=auto) and remove the method's own"
+                        + " spring.rabbitmq.listener." + type + ".acknowledge-mode=auto) and remove the method's own"
                         + " basicAck/basicNack calls");
     }
 }

@@ -39,7 +39,7 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  *       listener's own exception: a copy goes to the queue's retry queue ({@code <queue>.retry}) with the back-off as
  *       its TTL and comes back to the queue when it ends; {@code FAILED}/{@code OUT_OF_ORDER} attempts are counted in
  *       header {@code idem-attempts} and dead-lettered at the bound, {@code IN_PROGRESS} never is.
- *   <li>{@link IdempotentRejectedException}, a {@link DeadLetterException}, a message that cannot be converted: a
+ *   <li>{@link IdempotentRejectedException}, a {@link DeadLetterException}, a message that cannot be converted (nor its payload to the method's parameter): a
  *       copy goes to the queue's dead-letter exchange ({@code <queue>.dlx}) with the reason in {@code
  *       idem-dlq-reason} (and {@code idem-dlq-outcome}, ...).
  * </ul>
@@ -108,7 +108,9 @@ public final class IdemRabbitAdvice implements MethodInterceptor {
             return rejected.outcome();
         }
         for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof DeadLetterException || t instanceof MessageConversionException) {
+            if (t instanceof DeadLetterException
+                    || t instanceof MessageConversionException
+                    || t instanceof org.springframework.messaging.converter.MessageConversionException) {
                 return Outcome.rejected(t.getClass().getName() + ": " + t.getMessage(), t);
             }
         }

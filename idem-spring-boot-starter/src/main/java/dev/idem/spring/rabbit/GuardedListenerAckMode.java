@@ -25,9 +25,9 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
- * Fails the startup when a container factory creates the container of an {@link Idempotent} or {@link
- * IdempotentBatch} {@code @RabbitListener} in another acknowledge mode than {@link AcknowledgeMode#AUTO}, with the
- * mode the container really has (the factory's, or the listener's own {@code ackMode}).
+ * Fails the startup when a container factory creates the container of an {@link Idempotent} {@code @RabbitListener}
+ * in another acknowledge mode than {@link AcknowledgeMode#AUTO}, with the mode the container really has (the
+ * factory's, or the listener's own {@code ackMode}), or the container of an {@link IdempotentBatch} one in any mode.
  *
  * <p>The guard and {@link IdemRabbitAdvice} settle what they decide (a duplicate the method never sees, a retry copy, a
  * dead letter) by returning to the container, which acks. In {@code MANUAL} nothing acks those deliveries: each holds
@@ -85,14 +85,31 @@ final class GuardedListenerAckMode implements MethodInterceptor {
         Object[] arguments = invocation.getArguments();
         if (arguments.length == 1
                 && arguments[0] instanceof MethodRabbitListenerEndpoint endpoint
-                && container instanceof AbstractMessageListenerContainer c
-                && c.getAcknowledgeMode() != AcknowledgeMode.AUTO) {
+                && container instanceof AbstractMessageListenerContainer c) {
             List<Method> guarded = guardedMethods(endpoint);
-            if (!guarded.isEmpty()) {
+            for (Method m : guarded) {
+                if (AnnotatedElementUtils.hasAnnotation(m, IdempotentBatch.class)) {
+                    throw batchRefusal(m);
+                }
+            }
+            if (!guarded.isEmpty() && c.getAcknowledgeMode() != AcknowledgeMode.AUTO) {
                 throw refusal(guarded.get(0), c);
             }
         }
         return container;
+    }
+
+    /**
+     * The advice settles single deliveries only: a batch with an element that is rejected or keeps failing would go
+     * back to the queue whole, at once and forever.
+     */
+    private static ConfigurationException batchRefusal(Method method) {
+        return new ConfigurationException("@IdempotentBatch on "
+                + method.getDeclaringClass().getName() + "."
+                + method.getName() + " is a spring-rabbit batch listener, which Idem does not guard yet: when one"
+                + " element is rejected or keeps failing, spring-rabbit returns the whole batch to the queue at once,"
+                + " again and again, and the element is never dead-lettered. Guard the listener per message: a"
+                + " @RabbitListener without batch = \"true\" whose method takes one message and is @Idempotent");
     }
 
     private static List<Method> guardedMethods(MethodRabbitListenerEndpoint endpoint) {
@@ -115,15 +132,13 @@ final class GuardedListenerAckMode implements MethodInterceptor {
 
     private static ConfigurationException refusal(Method method, AbstractMessageListenerContainer container) {
         AcknowledgeMode mode = container.getAcknowledgeMode();
-        String annotation =
-                AnnotatedElementUtils.hasAnnotation(method, Idempotent.class) ? "@Idempotent" : "@IdempotentBatch";
         String type = container instanceof DirectMessageListenerContainer ? "direct" : "simple";
         String why = mode == AcknowledgeMode.NONE
                 ? "the broker forgets each delivery as it sends it, so a crash inside the method loses the message"
                 : "a duplicate the guard skips, or a delivery it sends to the retry queue or the dead-letter queue,"
                         + " is never acked: it holds a prefetch slot until the channel closes, then is delivered again";
         return new ConfigurationException(
-                annotation + " on " + method.getDeclaringClass().getName() + "."
+                "@Idempotent on " + method.getDeclaringClass().getName() + "."
                         + method.getName() + " is a @RabbitListener whose container acks in mode " + mode + ": " + why
                         + ". Idem needs AUTO, where the container acks after the method (and its transaction) returned and"
                         + " Idem settles duplicates, retries and dead letters. Set ackMode = \"AUTO\" on this @RabbitListener"

@@ -103,11 +103,15 @@ class GuardedListenerAckModeContextTest {
     }
 
     @Test
-    void batchListener_withIdempotentBatch_inManual_isRefused() {
-        app.withBean(GuardedBatch.class)
-                .withPropertyValues("spring.rabbitmq.listener.simple.acknowledge-mode=manual")
-                .run(context -> assertThat(refusal(context.getStartupFailure(), "MANUAL"))
-                        .hasMessageStartingWith("@IdempotentBatch on "));
+    void batchListener_withIdempotentBatch_isRefused_inEveryMode() {
+        for (String mode : List.of("auto", "manual")) {
+            app.withBean(GuardedBatch.class)
+                    .withPropertyValues("spring.rabbitmq.listener.simple.acknowledge-mode=" + mode)
+                    .run(context -> assertThat(configurationFailure(context.getStartupFailure()))
+                            .hasMessageStartingWith("@IdempotentBatch on ")
+                            .hasMessageContaining("returns the whole batch to the queue")
+                            .hasMessageContaining("@Idempotent"));
+        }
     }
 
     @Test
@@ -303,13 +307,18 @@ class GuardedListenerAckModeContextTest {
     }
 
     private static Throwable refusal(@Nullable Throwable failure, String mode) {
+        Throwable t = configurationFailure(failure);
+        assertThat(t).hasMessageContaining("acks in mode " + mode);
+        return t;
+    }
+
+    private static Throwable configurationFailure(@Nullable Throwable failure) {
         assertThat(failure).as("the startup failed").isNotNull();
         Throwable t = failure;
         while (t != null && !(t instanceof ConfigurationException)) {
             t = t.getCause();
         }
         assertThat(t).as("a ConfigurationException in %s", failure).isNotNull();
-        assertThat(t).hasMessageContaining("acks in mode " + mode);
         return t;
     }
 }

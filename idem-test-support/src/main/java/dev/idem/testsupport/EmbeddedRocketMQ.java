@@ -18,6 +18,7 @@ import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.namesrv.NamesrvConfig;
+import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.namesrv.NamesrvController;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
@@ -86,6 +87,7 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         broker = new BrokerController(brokerConfig, brokerNetty, new NettyClientConfig(), storeConfig);
         check(broker.initialize(), "broker");
         broker.start();
+        awaitRouted(TopicValidator.RMQ_SYS_SELF_TEST_TOPIC);
     }
 
     /** A name server and broker of their own, storing in {@code dir}; {@link #close()} stops them. */
@@ -119,11 +121,24 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
     /** Creates {@code topic} with {@code queues} read/write queues and waits until the name server routes it. */
     public void createTopic(String topic, int queues) {
         broker.getTopicConfigManager().updateTopicConfig(new TopicConfig(topic, queues, queues, 6));
-        broker.registerBrokerAll(true, false, true);
-        long deadline = System.nanoTime() + 10_000_000_000L;
+        awaitRouted(topic);
+    }
+
+    /**
+     * Registers the broker with the name server until it routes {@code topic}: on a loaded machine a registration
+     * can time out, and the broker's own next one is 30 s away.
+     */
+    private void awaitRouted(String topic) {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        long nextRegistration = System.nanoTime();
         while (nameServer.getRouteInfoManager().pickupTopicRouteData(topic) == null) {
-            if (System.nanoTime() > deadline) {
+            long now = System.nanoTime();
+            if (now > deadline) {
                 throw new IllegalStateException("topic " + topic + " not routed by the name server");
+            }
+            if (now - nextRegistration >= 0) {
+                broker.registerBrokerAll(true, false, true);
+                nextRegistration = now + 1_000_000_000L;
             }
             Thread.onSpinWait();
         }

@@ -7,6 +7,7 @@ import dev.idem.rocketmq.KeyExtractor;
 import dev.idem.rocketmq.RocketMQProducers;
 import dev.idem.testsupport.EmbeddedRocketMQ;
 import java.nio.file.Files;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
@@ -44,12 +45,15 @@ import org.jspecify.annotations.Nullable;
  *   <li>a burst sent while the proxy swallows the broker's answers: the client retries the same {@code Message}
  *       (same msgId) and the broker stores both (in-process broker only);
  *   <li>the application sends a burst again as new {@code Message} objects (a new msgId; the same KEYS);
- *   <li>a consumer stopped after the database commit, before its offset is persisted ({@code shutdown()} persists
- *       the offset of the unfinished message): the group's next consumer gets it again;
+ *   <li>a consumer stopped after the database commit, before its offset is persisted (it acknowledges nothing from
+ *       then on): the group's next consumer gets it again;
  *   <li>concurrent consumption of a queue reorders it; a retry goes back through {@code %RETRY%<group>}.
  * </ul>
  */
 final class RocketMqLabBroker implements LabBroker {
+    /** How long a stopping consumer waits for its running handlers before it interrupts them. */
+    private static final Duration HANDLERS_END_WITHIN = Duration.ofSeconds(30);
+
     private final @Nullable EmbeddedRocketMQ embedded;
     private final String nameServer;
     private final int queues;
@@ -282,6 +286,7 @@ final class RocketMqLabBroker implements LabBroker {
         consumer.setPollNameServerInterval(1000);
         consumer.setConsumeThreadMin(4);
         consumer.setConsumeThreadMax(4);
+        consumer.setAwaitTerminationMillisWhenShutdown(HANDLERS_END_WITHIN.toMillis());
         consumer.subscribe(topic, "*");
         MessageListenerConcurrently guarded = IdempotentRocketMQ.builder(consumer)
                 .keyFrom(KeyExtractor.keys())
@@ -299,11 +304,8 @@ final class RocketMqLabBroker implements LabBroker {
                 }
                 return status;
             } catch (StrategyRun.InjectedCrash crash) {
-                // Stop like a killed process: nothing acknowledged, the unfinished offset persisted by shutdown().
                 if (failure.compareAndSet(null, crash)) {
-                    Thread stop = new Thread(consumer::shutdown, group + "-crash");
-                    stop.start();
-                    joinQuietly(stop);
+                    crash(consumer, group);
                 }
                 throw crash;
             }
@@ -366,13 +368,23 @@ final class RocketMqLabBroker implements LabBroker {
         };
     }
 
-    /** Waits for {@code stop}: the consumer's queues are dropped, so what this thread returns is not acted on. */
-    private static void joinQuietly(Thread stop) {
-        try {
-            stop.join(TimeUnit.SECONDS.toMillis(30));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+    /**
+     * Stops {@code consumer} like a killed process: from this instant nothing it handles is acknowledged (it pulls
+     * no more and its queues are dropped, so RocketMQ acts on no result, this crash's included) and it persists
+     * only the offsets acknowledged before. Its handlers still running end on their own before it shuts down:
+     * {@code shutdown()} would interrupt them, which a killed process does not do to the rest of the lab's process
+     * (an interrupt inside a transaction makes the embedded H2 close its database).
+     */
+    private static void crash(DefaultMQPushConsumer consumer, String group) {
+        consumer.suspend();
+        consumer.getDefaultMQPushConsumerImpl()
+                .getRebalanceImpl()
+                .getProcessQueueTable()
+                .values()
+                .forEach(q -> q.setDropped(true));
+        Thread stop = new Thread(consumer::shutdown, group + "-crash");
+        stop.setDaemon(true);
+        stop.start();
     }
 
     private Collection<MessageQueue> queues(String name) {

@@ -14,7 +14,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  * is redelivered whole after a suspension, so its final messages come back first and the guard answers them as
  * duplicates. RocketMQ retries orderly messages locally, on the same message objects: the handler's own attempts are
  * counted in {@link IdempotentRocketMQ#HANDLER_ATTEMPTS} on the object, so that waiting for a key in progress is not
- * counted; the count starts again on another consumer after a rebalance.
+ * counted, and a message copied to {@code %DLQ%} is marked on it ({@link IdempotentRocketMQ#DEAD_LETTERED}), so that
+ * the redelivered batch does not copy it again; both start again on another consumer after a rebalance.
  */
 final class OrderlyListener implements MessageListenerOrderly {
     private final Decider decider;
@@ -32,6 +33,9 @@ final class OrderlyListener implements MessageListenerOrderly {
     @Override
     public ConsumeOrderlyStatus consumeMessage(List<MessageExt> messages, ConsumeOrderlyContext context) {
         for (MessageExt message : messages) {
+            if (message.getProperty(IdempotentRocketMQ.DEAD_LETTERED) != null) {
+                continue; // its copy is in %DLQ% already: a batch redelivered after a suspension copies it again
+            }
             Decision decision = decider.decide(message, handlerAttempts(message) + 1);
             switch (decision.verb()) {
                 case ACK -> events.committed(message, decision);
@@ -39,6 +43,7 @@ final class OrderlyListener implements MessageListenerOrderly {
                     if (!resends.deadLetter(message, decision)) {
                         return suspend(context, deadLetterRetry);
                     }
+                    MessageAccessor.putProperty(message, IdempotentRocketMQ.DEAD_LETTERED, "true");
                     events.deadLettered(message, decision);
                 }
                 case RETRY -> {

@@ -84,4 +84,40 @@ class OrderlyTest {
                 .as("the listener's own bookkeeping stays out of the copy")
                 .isNull();
     }
+
+    @Test
+    void deadLetteredMessage_inABatchRedeliveredAfterASuspension_isCopiedOnce() {
+        String topic = RocketMQFixture.topic("orderly-dlq-once", 1);
+        String group = topic + "-g";
+        AtomicBoolean failedOnce = new AtomicBoolean();
+        List<String> seen = new CopyOnWriteArrayList<>();
+        DefaultMQPushConsumer consumer = RocketMQFixture.consumer(group, topic, group);
+        consumer.setConsumeMessageBatchMaxSize(4);
+        DefaultMQProducer producer = RocketMQFixture.producer(group + "-p");
+        try {
+            consumer.registerMessageListener(RocketMQFixture.idem(consumer)
+                    .keyFrom(KeyExtractor.keys())
+                    .handler((key, message) -> {
+                        seen.add(key);
+                        return key.equals("b-1") && !failedOnce.getAndSet(true)
+                                ? Outcome.failed("transient", null)
+                                : Outcome.processed();
+                    })
+                    .build()
+                    .orderly());
+            // One batch: a message without a key (dead-lettered before any handler), then one that fails once.
+            RocketMQFixture.send(producer, topic, null, "no key");
+            RocketMQFixture.send(producer, topic, "b-1", "b-1");
+            RocketMQFixture.start(consumer);
+            await().atMost(WAIT).until(() -> seen.size() >= 2);
+            RocketMQFixture.awaitAllConsumed(consumer, topic, 1);
+        } finally {
+            consumer.shutdown();
+            producer.shutdown();
+        }
+        assertThat(seen).as("the batch was redelivered whole").containsExactly("b-1", "b-1");
+        assertThat(RocketMQFixture.deadLetters(group))
+                .extracting(RocketMQFixture::body)
+                .containsExactly("no key");
+    }
 }

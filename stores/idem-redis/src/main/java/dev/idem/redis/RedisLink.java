@@ -30,7 +30,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -211,11 +214,33 @@ final class RedisLink {
         return new Call<>(bySha, () -> commands.eval(script.source(), type, keys, args));
     }
 
+    /**
+     * The reply of a command already sent, within the command timeout. An interrupt does not end the wait (the
+     * command may run on the server all the same: a completion given up on leaves an applied effect unrecorded,
+     * a claim given up on holds its key until the lease ends); it is kept for the caller.
+     */
     <T> T await(RedisFuture<T> future) {
+        long deadline = System.nanoTime() + commandTimeout.toNanos();
+        boolean interrupted = false;
         try {
-            return LettuceFutures.awaitOrCancel(future, commandTimeout.toNanos(), TimeUnit.NANOSECONDS);
+            while (true) {
+                try {
+                    future.get(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException | TimeoutException | CancellationException e) {
+                    break; // awaitOrCancel below turns it into the store's exception
+                }
+            }
+            return LettuceFutures.awaitOrCancel(
+                    future, Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (RedisException e) {
             throw new StoreUnavailableException(description, e.getClass().getSimpleName() + ": " + e.getMessage(), e);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 

@@ -1,0 +1,89 @@
+package dev.idem.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.Delivery;
+import dev.idem.Guard;
+import dev.idem.IdempotencyKey;
+import dev.idem.Outcome;
+import dev.idem.spi.StoredRecord;
+import dev.idem.testsupport.PrivateServer;
+import dev.idem.testsupport.TestServers;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * An interrupt that comes while a store call waits for Redis' reply, as a push consumer's shutdown interrupts its
+ * consume threads (RocketMQ's {@code DefaultMQPushConsumer.shutdown()} does). The server is the test's own: it is
+ * paused ({@code CLIENT PAUSE}) so that the reply comes after the interrupt.
+ */
+@Timeout(30)
+class RedisInterruptTest {
+    private static final Duration PAUSE = Duration.ofMillis(800);
+
+    private static PrivateServer redis;
+
+    @BeforeAll
+    static void startRedis() {
+        redis = PrivateServer.redis();
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        if (redis != null) {
+            redis.close();
+        }
+    }
+
+    @Test
+    void completionInterruptedWhileAwaitingTheReply_isRecorded_andTheInterruptKept() {
+        String prefix = TestServers.uniquePrefix("Interrupt");
+        IdempotencyKey key = IdempotencyKey.of("payments", "pay-1");
+        RedisClient admin = RedisClient.create(redis.url());
+        ScheduledExecutorService interrupter = Executors.newSingleThreadScheduledExecutor();
+        try (StatefulRedisConnection<String, String> pauser = admin.connect();
+                RedisStore store = RedisStore.builder(redis.url())
+                        .prefix(prefix)
+                        .commandTimeout(Duration.ofSeconds(5))
+                        .armingDelay(Duration.ZERO)
+                        .build();
+                Guard guard = Guard.builder(store)
+                        .namespace("payments")
+                        .lease(Duration.ofSeconds(10))
+                        .build()) {
+            Thread handlerThread = Thread.currentThread();
+            AtomicBoolean applied = new AtomicBoolean();
+
+            Outcome outcome = guard.handle(Delivery.of(key.key()), ctx -> {
+                applied.set(true);
+                // The completion that follows waits for the paused server; the interrupt comes meanwhile.
+                pauser.sync().clientPause(PAUSE.toMillis());
+                interrupter.schedule(handlerThread::interrupt, PAUSE.toMillis() / 4, TimeUnit.MILLISECONDS);
+                return Outcome.processed();
+            });
+            boolean interrupted = Thread.interrupted();
+
+            assertThat(applied).isTrue();
+            assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(outcome.reason()).doesNotContain("not recorded");
+            assertThat(interrupted).as("the interrupt is kept for the caller").isTrue();
+            assertThat(store.lookup(key).map(StoredRecord::state)).contains(StoredRecord.State.DONE);
+            assertThat(guard.handle(Delivery.of(key.key()), ctx -> Outcome.processed())
+                            .type())
+                    .isEqualTo(Outcome.Type.DUPLICATE);
+        } finally {
+            interrupter.shutdownNow();
+            admin.shutdown();
+            Thread.interrupted();
+        }
+    }
+}

@@ -62,8 +62,6 @@ public final class IdempotentRocketMQ {
     public static final String DLQ_ATTEMPTS = "IDEM_DLQ_ATTEMPTS";
     /** Orderly listener only: the handler attempts so far, kept on the in-memory message between local retries. */
     static final String HANDLER_ATTEMPTS = "IDEM_HANDLER_ATTEMPTS";
-    /** Orderly listener only: on the in-memory message once its dead-letter copy is stored. */
-    static final String DEAD_LETTERED = "IDEM_DEAD_LETTERED";
 
     private static final System.Logger LOG = System.getLogger(IdempotentRocketMQ.class.getName());
 

@@ -1,7 +1,10 @@
 package dev.idem.rocketmq;
 
 import java.time.Duration;
+import java.util.Collections;
 import java.util.List;
+import java.util.Set;
+import java.util.WeakHashMap;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyContext;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
@@ -14,14 +17,17 @@ import org.apache.rocketmq.common.message.MessageExt;
  * is redelivered whole after a suspension, so its final messages come back first and the guard answers them as
  * duplicates. RocketMQ retries orderly messages locally, on the same message objects: the handler's own attempts are
  * counted in {@link IdempotentRocketMQ#HANDLER_ATTEMPTS} on the object, so that waiting for a key in progress is not
- * counted, and a message copied to {@code %DLQ%} is marked on it ({@link IdempotentRocketMQ#DEAD_LETTERED}), so that
- * the redelivered batch does not copy it again; both start again on another consumer after a rebalance.
+ * counted; the count starts again on another consumer after a rebalance. The message objects copied to {@code %DLQ%}
+ * are remembered (weakly, by identity: not in a property, which a producer could set), so that the redelivered batch
+ * does not copy them again.
  */
 final class OrderlyListener implements MessageListenerOrderly {
     private final Decider decider;
     private final Resends resends;
     private final Duration deadLetterRetry;
     private final Events events;
+    private final Set<MessageExt> deadLettered =
+            Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
     OrderlyListener(Decider decider, Resends resends, Duration deadLetterRetry, Events events) {
         this.decider = decider;
@@ -33,7 +39,7 @@ final class OrderlyListener implements MessageListenerOrderly {
     @Override
     public ConsumeOrderlyStatus consumeMessage(List<MessageExt> messages, ConsumeOrderlyContext context) {
         for (MessageExt message : messages) {
-            if (message.getProperty(IdempotentRocketMQ.DEAD_LETTERED) != null) {
+            if (deadLettered.contains(message)) {
                 continue; // its copy is in %DLQ% already: a batch redelivered after a suspension copies it again
             }
             Decision decision = decider.decide(message, handlerAttempts(message) + 1);
@@ -43,7 +49,7 @@ final class OrderlyListener implements MessageListenerOrderly {
                     if (!resends.deadLetter(message, decision)) {
                         return suspend(context, deadLetterRetry);
                     }
-                    MessageAccessor.putProperty(message, IdempotentRocketMQ.DEAD_LETTERED, "true");
+                    deadLettered.add(message);
                     events.deadLettered(message, decision);
                 }
                 case RETRY -> {

@@ -33,8 +33,7 @@ final class Resends {
             MessageConst.PROPERTY_REAL_QUEUE_ID,
             MessageConst.PROPERTY_RECONSUME_TIME,
             MessageConst.PROPERTY_MAX_RECONSUME_TIMES,
-            IdempotentRocketMQ.HANDLER_ATTEMPTS,
-            IdempotentRocketMQ.DEAD_LETTERED);
+            IdempotentRocketMQ.HANDLER_ATTEMPTS);
 
     private final DefaultMQPushConsumer consumer;
     private final Supplier<MQProducer> producer;

@@ -63,4 +63,29 @@ class HostileMessageTest {
         listener.consumeMessage(List.of(message), context);
         assertThat(message.getProperty(IdempotentRocketMQ.HANDLER_ATTEMPTS)).isEqualTo("2");
     }
+
+    @Test
+    void orderly_deadLetteredMarkSetByTheProducer_doesNotSkipTheMessage() {
+        AtomicInteger handled = new AtomicInteger();
+        var listener = IdempotentRocketMQ.builder(new DefaultMQPushConsumer("hostile-group"))
+                .keyFrom(KeyExtractor.keys())
+                .handler((key, message) -> {
+                    handled.incrementAndGet();
+                    return Outcome.failed("payment service down", null);
+                })
+                .build()
+                .orderly();
+        MessageExt message = new MessageExt();
+        message.setTopic("payments");
+        message.setKeys("10086:PAY");
+        MessageAccessor.putProperty(message, "IDEM_DEAD_LETTERED", "true");
+
+        ConsumeOrderlyStatus status = listener.consumeMessage(
+                List.of(message), new ConsumeOrderlyContext(new MessageQueue("payments", "broker-a", 0)));
+
+        assertThat(status)
+                .as("a failing message is never acknowledged unhandled")
+                .isEqualTo(ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT);
+        assertThat(handled).hasValue(1);
+    }
 }

@@ -51,6 +51,11 @@ import org.jspecify.annotations.Nullable;
  * maxReconsumeTimes} to {@code Integer.MAX_VALUE} so that RocketMQ never dead-letters a message by count (it would
  * also count, and dead-letter, a message whose key is merely in progress), and refuses a consumer on which it was set.
  *
+ * <p>On a consumer left at RocketMQ's default {@code awaitTerminationMillisWhenShutdown} of 0, which makes {@code
+ * shutdown()} interrupt every handler still running, {@link Builder#build()} sets it to {@value
+ * #HANDLERS_END_WITHIN_MILLIS} ms: handlers get that long to end before they are interrupted (an interrupted effect
+ * may be applied with its outcome unknown, then applied again on the redelivery). Set another value to change it.
+ *
  * <p>Immutable and thread-safe. One instance per consumer; its listeners may be registered on that consumer only.
  */
 public final class IdempotentRocketMQ {
@@ -62,6 +67,9 @@ public final class IdempotentRocketMQ {
     public static final String DLQ_ATTEMPTS = "IDEM_DLQ_ATTEMPTS";
     /** Orderly listener only: the handler attempts so far, kept on the in-memory message between local retries. */
     static final String HANDLER_ATTEMPTS = "IDEM_HANDLER_ATTEMPTS";
+
+    /** How long {@code shutdown()} lets running handlers end, unless the consumer sets its own bound. */
+    static final long HANDLERS_END_WITHIN_MILLIS = 30_000;
 
     private static final System.Logger LOG = System.getLogger(IdempotentRocketMQ.class.getName());
 
@@ -256,6 +264,9 @@ public final class IdempotentRocketMQ {
             }
             warnings.forEach(w -> LOG.log(System.Logger.Level.WARNING, w));
             consumer.setMaxReconsumeTimes(Integer.MAX_VALUE);
+            if (consumer.getAwaitTerminationMillisWhenShutdown() == 0) {
+                consumer.setAwaitTerminationMillisWhenShutdown(HANDLERS_END_WITHIN_MILLIS);
+            }
             return new IdempotentRocketMQ(this, warnings);
         }
     }

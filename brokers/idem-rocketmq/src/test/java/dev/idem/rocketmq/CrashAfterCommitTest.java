@@ -53,6 +53,7 @@ class CrashAfterCommitTest {
         DefaultMQPushConsumer first = RocketMQFixture.consumer(group, topic, group + "-1");
         Debits firstDebits = new Debits(bank);
         first.registerMessageListener(hangAfter(listener(firstDebits, first, guarded), committed, release));
+        first.setAwaitTerminationMillisWhenShutdown(1); // killed: shutdown() does not wait for the hung listener
         DefaultMQPushConsumer second = RocketMQFixture.consumer(group, topic, group + "-2");
         Debits secondDebits = new Debits(bank);
         second.registerMessageListener(listener(secondDebits, second, guarded));

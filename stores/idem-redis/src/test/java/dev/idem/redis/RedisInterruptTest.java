@@ -86,4 +86,45 @@ class RedisInterruptTest {
             Thread.interrupted();
         }
     }
+
+    @Test
+    void claimInterruptedWhileAwaitingTheReply_leavesNoKeyHeld_andKeepsTheInterrupt() {
+        String prefix = TestServers.uniquePrefix("InterruptClaim");
+        IdempotencyKey key = IdempotencyKey.of("payments", "pay-2");
+        RedisClient admin = RedisClient.create(redis.url());
+        ScheduledExecutorService interrupter = Executors.newSingleThreadScheduledExecutor();
+        try (StatefulRedisConnection<String, String> pauser = admin.connect();
+                RedisStore store = RedisStore.builder(redis.url())
+                        .prefix(prefix)
+                        .commandTimeout(Duration.ofSeconds(5))
+                        .armingDelay(Duration.ZERO)
+                        .build();
+                Guard guard = Guard.builder(store)
+                        .namespace("payments")
+                        .lease(Duration.ofSeconds(10))
+                        .build()) {
+            // Connected, the namespace armed and the claim script loaded before the pause.
+            assertThat(guard.handle(Delivery.of("pay-0"), ctx -> Outcome.processed())
+                            .type())
+                    .isEqualTo(Outcome.Type.PROCESSED);
+            Thread handlerThread = Thread.currentThread();
+            // The claim waits for the paused server; the interrupt (a consumer shutting down) comes meanwhile.
+            pauser.sync().clientPause(PAUSE.toMillis());
+            interrupter.schedule(handlerThread::interrupt, PAUSE.toMillis() / 4, TimeUnit.MILLISECONDS);
+
+            Outcome outcome = guard.handle(Delivery.of(key.key()), ctx -> Outcome.processed());
+            boolean interrupted = Thread.interrupted();
+
+            assertThat(interrupted).as("the interrupt is kept for the caller").isTrue();
+            assertThat(store.lookup(key).map(StoredRecord::state))
+                    .as("a claim given up on would hold the key until its lease ends (%s)", outcome)
+                    .satisfiesAnyOf(
+                            state -> assertThat(state).isEmpty(),
+                            state -> assertThat(state).contains(StoredRecord.State.DONE));
+        } finally {
+            interrupter.shutdownNow();
+            admin.shutdown();
+            Thread.interrupted();
+        }
+    }
 }

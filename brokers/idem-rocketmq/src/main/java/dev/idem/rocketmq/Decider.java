@@ -103,6 +103,10 @@ final class Decider {
             return Objects.requireNonNull(handler.handle(key, message), "a handler must return an Outcome, not null");
         } catch (Exception e) {
             return Outcome.ofException(e);
+        } finally {
+            // An interrupt aimed at this handler (kept by it, or by Outcome.ofException) must not fail the copies
+            // sent for this message, nor hit the next message this consume thread handles.
+            Thread.interrupted();
         }
     }
 }

@@ -146,6 +146,27 @@ abstract class InboxTestBase extends InboxFixture {
     }
 
     @Test
+    void threadInterrupted_afterTheHandlersWrites_isAppliedOnce_andKeepsTheInterrupt() throws SQLException {
+        JdbcInbox inbox = inbox();
+        boolean kept;
+        try {
+            inbox.handle(Delivery.of("p1"), c -> {
+                Outcome paid = pay("p1", 1, 10).handle(c);
+                Thread.currentThread().interrupt(); // a push consumer's shutdown interrupts its consume threads
+                return paid;
+            });
+        } finally {
+            kept = Thread.interrupted();
+        }
+        Outcome redelivered = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
+
+        assertThat(kept).as("the interrupt is kept for the caller").isTrue();
+        assertThat(redelivered.type()).isIn(Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    @Test
     void handlerThrowing_afterItsWrites_rollsBackWritesAndMark_andTheRedeliveryRuns() throws SQLException {
         JdbcInbox inbox = inbox();
 

@@ -46,28 +46,13 @@ class RedisInterruptTest {
 
     @Test
     void completionInterruptedWhileAwaitingTheReply_isRecorded_andTheInterruptKept() {
-        String prefix = TestServers.uniquePrefix("Interrupt");
         IdempotencyKey key = IdempotencyKey.of("payments", "pay-1");
-        RedisClient admin = RedisClient.create(redis.url());
-        ScheduledExecutorService interrupter = Executors.newSingleThreadScheduledExecutor();
-        try (StatefulRedisConnection<String, String> pauser = admin.connect();
-                RedisStore store = RedisStore.builder(redis.url())
-                        .prefix(prefix)
-                        .commandTimeout(Duration.ofSeconds(5))
-                        .armingDelay(Duration.ZERO)
-                        .build();
-                Guard guard = Guard.builder(store)
-                        .namespace("payments")
-                        .lease(Duration.ofSeconds(10))
-                        .build()) {
-            Thread handlerThread = Thread.currentThread();
+        try (PausedServer server = new PausedServer("Interrupt")) {
             AtomicBoolean applied = new AtomicBoolean();
 
-            Outcome outcome = guard.handle(Delivery.of(key.key()), ctx -> {
+            Outcome outcome = server.guard.handle(Delivery.of(key.key()), ctx -> {
                 applied.set(true);
-                // The completion that follows waits for the paused server; the interrupt comes meanwhile.
-                pauser.sync().clientPause(PAUSE.toMillis());
-                interrupter.schedule(handlerThread::interrupt, PAUSE.toMillis() / 4, TimeUnit.MILLISECONDS);
+                server.pauseAndInterruptThisThread(); // the completion that follows waits for the paused server
                 return Outcome.processed();
             });
             boolean interrupted = Thread.interrupted();
@@ -76,55 +61,72 @@ class RedisInterruptTest {
             assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
             assertThat(outcome.reason()).doesNotContain("not recorded");
             assertThat(interrupted).as("the interrupt is kept for the caller").isTrue();
-            assertThat(store.lookup(key).map(StoredRecord::state)).contains(StoredRecord.State.DONE);
-            assertThat(guard.handle(Delivery.of(key.key()), ctx -> Outcome.processed())
+            assertThat(server.store.lookup(key).map(StoredRecord::state)).contains(StoredRecord.State.DONE);
+            assertThat(server.guard
+                            .handle(Delivery.of(key.key()), ctx -> Outcome.processed())
                             .type())
                     .isEqualTo(Outcome.Type.DUPLICATE);
-        } finally {
-            interrupter.shutdownNow();
-            admin.shutdown();
-            Thread.interrupted();
         }
     }
 
     @Test
     void claimInterruptedWhileAwaitingTheReply_leavesNoKeyHeld_andKeepsTheInterrupt() {
-        String prefix = TestServers.uniquePrefix("InterruptClaim");
         IdempotencyKey key = IdempotencyKey.of("payments", "pay-2");
-        RedisClient admin = RedisClient.create(redis.url());
-        ScheduledExecutorService interrupter = Executors.newSingleThreadScheduledExecutor();
-        try (StatefulRedisConnection<String, String> pauser = admin.connect();
-                RedisStore store = RedisStore.builder(redis.url())
-                        .prefix(prefix)
-                        .commandTimeout(Duration.ofSeconds(5))
-                        .armingDelay(Duration.ZERO)
-                        .build();
-                Guard guard = Guard.builder(store)
-                        .namespace("payments")
-                        .lease(Duration.ofSeconds(10))
-                        .build()) {
+        try (PausedServer server = new PausedServer("InterruptClaim")) {
             // Connected, the namespace armed and the claim script loaded before the pause.
-            assertThat(guard.handle(Delivery.of("pay-0"), ctx -> Outcome.processed())
+            assertThat(server.guard
+                            .handle(Delivery.of("pay-0"), ctx -> Outcome.processed())
                             .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
-            Thread handlerThread = Thread.currentThread();
-            // The claim waits for the paused server; the interrupt (a consumer shutting down) comes meanwhile.
-            pauser.sync().clientPause(PAUSE.toMillis());
-            interrupter.schedule(handlerThread::interrupt, PAUSE.toMillis() / 4, TimeUnit.MILLISECONDS);
+            server.pauseAndInterruptThisThread(); // the claim waits for the paused server (a consumer shutting down)
 
-            Outcome outcome = guard.handle(Delivery.of(key.key()), ctx -> Outcome.processed());
+            Outcome outcome = server.guard.handle(Delivery.of(key.key()), ctx -> Outcome.processed());
             boolean interrupted = Thread.interrupted();
 
             assertThat(interrupted).as("the interrupt is kept for the caller").isTrue();
-            assertThat(store.lookup(key).map(StoredRecord::state))
+            assertThat(server.store.lookup(key).map(StoredRecord::state))
                     .as("a claim given up on would hold the key until its lease ends (%s)", outcome)
                     .satisfiesAnyOf(
                             state -> assertThat(state).isEmpty(),
                             state -> assertThat(state).contains(StoredRecord.State.DONE));
-        } finally {
+        }
+    }
+
+    /** A store and guard on the private server, and what pauses it and interrupts the test's thread meanwhile. */
+    private static final class PausedServer implements AutoCloseable {
+        final RedisClient admin = RedisClient.create(redis.url());
+        final StatefulRedisConnection<String, String> pauser = admin.connect();
+        final ScheduledExecutorService interrupter = Executors.newSingleThreadScheduledExecutor();
+        final RedisStore store;
+        final Guard guard;
+
+        PausedServer(String testName) {
+            store = RedisStore.builder(redis.url())
+                    .prefix(TestServers.uniquePrefix(testName))
+                    .commandTimeout(Duration.ofSeconds(5))
+                    .armingDelay(Duration.ZERO)
+                    .build();
+            guard = Guard.builder(store)
+                    .namespace("payments")
+                    .lease(Duration.ofSeconds(10))
+                    .build();
+        }
+
+        /** Pauses every client of the server and interrupts the calling thread a quarter into the pause. */
+        void pauseAndInterruptThisThread() {
+            Thread caller = Thread.currentThread();
+            pauser.sync().clientPause(PAUSE.toMillis());
+            interrupter.schedule(caller::interrupt, PAUSE.toMillis() / 4, TimeUnit.MILLISECONDS);
+        }
+
+        @Override
+        public void close() {
             interrupter.shutdownNow();
-            admin.shutdown();
             Thread.interrupted();
+            guard.close();
+            store.close();
+            pauser.close();
+            admin.shutdown();
         }
     }
 }

@@ -1,13 +1,14 @@
 package dev.idem.spring;
 
+import static dev.idem.spring.RabbitQueues.connection;
+import static dev.idem.spring.RabbitQueues.publish;
+import static dev.idem.spring.RabbitQueues.ready;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
-import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.ConfigurationException;
 import dev.idem.rabbitmq.RabbitTopology;
 import dev.idem.spring.rabbitack.AckModeListeners;
@@ -16,7 +17,6 @@ import dev.idem.spring.rabbitapp.RabbitPaymentsTestApp;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
@@ -27,7 +27,6 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-import org.springframework.amqp.core.MessageProperties;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
 
@@ -159,27 +158,5 @@ class RabbitAckModeTest {
             }
         }
         return null;
-    }
-
-    private static long ready(String queue) throws Exception {
-        try (Connection c = connection();
-                Channel channel = c.createChannel()) {
-            return channel.messageCount(queue);
-        }
-    }
-
-    private static void publish(Channel channel, String queue, @Nullable String id, String body) throws Exception {
-        AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder()
-                .messageId(id)
-                .contentType(MessageProperties.CONTENT_TYPE_TEXT_PLAIN)
-                .deliveryMode(2)
-                .build();
-        channel.basicPublish("", queue, properties, body.getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static Connection connection() throws Exception {
-        ConnectionFactory factory = new ConnectionFactory();
-        factory.setUri(TestServers.rabbitmq().url());
-        return factory.newConnection("idem-spring-rabbit-ack-test");
     }
 }

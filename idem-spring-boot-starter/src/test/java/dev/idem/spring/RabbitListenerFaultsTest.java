@@ -1,12 +1,13 @@
 package dev.idem.spring;
 
+import static dev.idem.spring.RabbitQueues.connection;
+import static dev.idem.spring.RabbitQueues.publish;
+import static dev.idem.spring.RabbitQueues.ready;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
-import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
 import dev.idem.Outcome;
 import dev.idem.rabbitmq.DeliveryProcessor;
@@ -17,15 +18,12 @@ import dev.idem.spring.rabbitfaults.HandledOutcomes;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
 import java.net.URI;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.springframework.amqp.core.MessageProperties;
 import org.springframework.amqp.rabbit.listener.MessageListenerContainer;
 import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
 import org.springframework.boot.builder.SpringApplicationBuilder;
@@ -177,30 +175,5 @@ class RabbitListenerFaultsTest {
             assertThat(r).as("a message in %s", queue).isNotNull();
             return r;
         }
-    }
-
-    private static long ready(String queue) throws Exception {
-        try (Connection c = connection();
-                Channel channel = c.createChannel()) {
-            return channel.messageCount(queue);
-        }
-    }
-
-    private static void publish(String queue, @Nullable String id, String body) throws Exception {
-        try (Connection c = connection();
-                Channel channel = c.createChannel()) {
-            AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder()
-                    .messageId(id)
-                    .contentType(MessageProperties.CONTENT_TYPE_TEXT_PLAIN)
-                    .deliveryMode(2)
-                    .build();
-            channel.basicPublish("", queue, properties, body.getBytes(StandardCharsets.UTF_8));
-        }
-    }
-
-    private static Connection connection() throws Exception {
-        ConnectionFactory factory = new ConnectionFactory();
-        factory.setUri(TestServers.rabbitmq().url());
-        return factory.newConnection("idem-spring-rabbit-faults-test");
     }
 }

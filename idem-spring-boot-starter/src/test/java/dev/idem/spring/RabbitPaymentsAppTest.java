@@ -1,12 +1,12 @@
 package dev.idem.spring;
 
+import static dev.idem.spring.RabbitQueues.connection;
+import static dev.idem.spring.RabbitQueues.publish;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
-import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
 import dev.idem.rabbitmq.DeliveryProcessor;
 import dev.idem.rabbitmq.RabbitTopology;
@@ -24,7 +24,6 @@ import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.core.MessageBuilder;
-import org.springframework.amqp.core.MessageProperties;
 import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
@@ -96,7 +95,7 @@ class RabbitPaymentsAppTest {
                 String id = "pay-" + UUID.randomUUID();
                 ids.add(id);
                 for (int copy = 0; copy < 4; copy++) { // read by three concurrent consumers
-                    publish(channel, id, "amount=10");
+                    publish(channel, TOPOLOGY.workQueue(), id, "amount=10");
                 }
             }
         }
@@ -112,7 +111,7 @@ class RabbitPaymentsAppTest {
         String id = "pay-" + UUID.randomUUID();
         try (Connection c = connection();
                 Channel channel = c.createChannel()) {
-            publish(channel, id, "fail:1");
+            publish(channel, TOPOLOGY.workQueue(), id, "fail:1");
         }
         await().atMost(Duration.ofSeconds(60)).until(() -> marks(id) == 1);
         List<Instant> attempts = listener.attempts(id);
@@ -129,10 +128,10 @@ class RabbitPaymentsAppTest {
         String id = "pay-" + UUID.randomUUID();
         try (Connection c = connection();
                 Channel channel = c.createChannel()) {
-            publish(channel, id, "amount=7");
+            publish(channel, TOPOLOGY.workQueue(), id, "amount=7");
             await().atMost(Duration.ofSeconds(60)).until(() -> marks(id) == 1);
-            publish(channel, id, "amount=700"); // the same payment id with another payload
-            publish(channel, null, "no-message-id:" + id); // no key at all
+            publish(channel, TOPOLOGY.workQueue(), id, "amount=700"); // the same payment id with another payload
+            publish(channel, TOPOLOGY.workQueue(), null, "no-message-id:" + id); // no key at all
         }
         await().atMost(Duration.ofSeconds(60)).until(() -> deadLetters(id).size() == 2);
         List<GetResponse> dead = deadLetters(id);
@@ -208,20 +207,5 @@ class RabbitPaymentsAppTest {
                 Channel channel = c.createChannel()) {
             return channel.messageCount(queue) == 0;
         }
-    }
-
-    private static void publish(Channel channel, String id, String body) throws Exception {
-        AMQP.BasicProperties properties = new AMQP.BasicProperties.Builder()
-                .messageId(id)
-                .contentType(MessageProperties.CONTENT_TYPE_TEXT_PLAIN)
-                .deliveryMode(2)
-                .build();
-        channel.basicPublish("", TOPOLOGY.workQueue(), properties, body.getBytes(StandardCharsets.UTF_8));
-    }
-
-    private static Connection connection() throws Exception {
-        ConnectionFactory factory = new ConnectionFactory();
-        factory.setUri(TestServers.rabbitmq().url());
-        return factory.newConnection("idem-spring-rabbit-test");
     }
 }

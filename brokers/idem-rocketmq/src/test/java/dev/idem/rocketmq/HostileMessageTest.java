@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyContext;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -27,18 +28,8 @@ class HostileMessageTest {
     @ValueSource(strings = {"abc", "-5", "2147483647", "99999999999"})
     void orderly_attemptsPropertySetByTheProducer_neverThrows(String tampered) {
         AtomicInteger handled = new AtomicInteger();
-        var listener = IdempotentRocketMQ.builder(new DefaultMQPushConsumer("hostile-group"))
-                .keyFrom(KeyExtractor.keys())
-                .handler((key, message) -> {
-                    handled.incrementAndGet();
-                    return Outcome.failed("payment service down", null);
-                })
-                .build()
-                .orderly();
-        MessageExt message = new MessageExt();
-        message.setTopic("payments");
-        message.setKeys("10086:PAY");
-        message.setBody("x".getBytes(StandardCharsets.UTF_8));
+        var listener = alwaysFailing(handled);
+        MessageExt message = payment();
         MessageAccessor.putProperty(message, IdempotentRocketMQ.HANDLER_ATTEMPTS, tampered);
 
         ConsumeOrderlyStatus status = listener.consumeMessage(
@@ -50,14 +41,8 @@ class HostileMessageTest {
 
     @Test
     void orderly_untamperedCount_growsByOneAttemptPerSuspension() {
-        var listener = IdempotentRocketMQ.builder(new DefaultMQPushConsumer("hostile-group"))
-                .keyFrom(KeyExtractor.keys())
-                .handler((key, message) -> Outcome.failed("payment service down", null))
-                .build()
-                .orderly();
-        MessageExt message = new MessageExt();
-        message.setTopic("payments");
-        message.setKeys("10086:PAY");
+        var listener = alwaysFailing(new AtomicInteger());
+        MessageExt message = payment();
         var context = new ConsumeOrderlyContext(new MessageQueue("payments", "broker-a", 0));
         listener.consumeMessage(List.of(message), context);
         listener.consumeMessage(List.of(message), context);
@@ -67,17 +52,8 @@ class HostileMessageTest {
     @Test
     void orderly_deadLetteredMarkSetByTheProducer_doesNotSkipTheMessage() {
         AtomicInteger handled = new AtomicInteger();
-        var listener = IdempotentRocketMQ.builder(new DefaultMQPushConsumer("hostile-group"))
-                .keyFrom(KeyExtractor.keys())
-                .handler((key, message) -> {
-                    handled.incrementAndGet();
-                    return Outcome.failed("payment service down", null);
-                })
-                .build()
-                .orderly();
-        MessageExt message = new MessageExt();
-        message.setTopic("payments");
-        message.setKeys("10086:PAY");
+        var listener = alwaysFailing(handled);
+        MessageExt message = payment();
         MessageAccessor.putProperty(message, "IDEM_DEAD_LETTERED", "true");
 
         ConsumeOrderlyStatus status = listener.consumeMessage(
@@ -87,5 +63,25 @@ class HostileMessageTest {
                 .as("a failing message is never acknowledged unhandled")
                 .isEqualTo(ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT);
         assertThat(handled).hasValue(1);
+    }
+
+    /** An orderly listener whose handler counts its calls in {@code handled} and always fails. */
+    private static MessageListenerOrderly alwaysFailing(AtomicInteger handled) {
+        return IdempotentRocketMQ.builder(new DefaultMQPushConsumer("hostile-group"))
+                .keyFrom(KeyExtractor.keys())
+                .handler((key, message) -> {
+                    handled.incrementAndGet();
+                    return Outcome.failed("payment service down", null);
+                })
+                .build()
+                .orderly();
+    }
+
+    private static MessageExt payment() {
+        MessageExt message = new MessageExt();
+        message.setTopic("payments");
+        message.setKeys("10086:PAY");
+        message.setBody("x".getBytes(StandardCharsets.UTF_8));
+        return message;
     }
 }

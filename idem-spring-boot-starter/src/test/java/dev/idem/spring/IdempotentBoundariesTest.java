@@ -15,6 +15,7 @@ import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.jdbc.datasource.DelegatingDataSource;
 import org.springframework.kafka.listener.BatchListenerFailedException;
@@ -83,6 +84,16 @@ class IdempotentBoundariesTest {
         }
     }
 
+    /** Spring transactions on the application's DataSource, the inbox's own. */
+    @Configuration(proxyBeanMethods = false)
+    @EnableTransactionManagement
+    static class DataSourceTransactions {
+        @Bean
+        DataSourceTransactionManager transactionManager(DataSource ds) {
+            return new DataSourceTransactionManager(ds);
+        }
+    }
+
     @Test
     void idempotentMethod_inAReadOnlyTransaction_isRefusedWithTheFixBeforeItRuns() {
         runner.withUserConfiguration(ReadOnlyTransactions.class).run(context -> {
@@ -95,13 +106,8 @@ class IdempotentBoundariesTest {
     }
 
     @Configuration(proxyBeanMethods = false)
-    @EnableTransactionManagement
+    @Import(DataSourceTransactions.class)
     static class ReadOnlyTransactions {
-        @Bean
-        DataSourceTransactionManager transactionManager(DataSource ds) {
-            return new DataSourceTransactionManager(ds);
-        }
-
         @Bean
         Service service() {
             return new Service();
@@ -151,13 +157,8 @@ class IdempotentBoundariesTest {
     }
 
     @Configuration(proxyBeanMethods = false)
-    @EnableTransactionManagement
+    @Import(DataSourceTransactions.class)
     static class ThrowingKeys {
-        @Bean
-        DataSourceTransactionManager transactionManager(DataSource ds) {
-            return new DataSourceTransactionManager(ds);
-        }
-
         @Bean
         Service service() {
             return new Service();

@@ -1,5 +1,6 @@
 /** Idem's core: keys, outcomes, the guard engine, the in-memory store, the store SPI. JDK only. */
 module dev.idem.core {
+    requires java.sql;
     requires static org.jspecify;
 
     exports dev.idem;

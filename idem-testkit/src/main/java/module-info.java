@@ -7,6 +7,7 @@ module dev.idem.testkit {
     requires org.assertj.core;
     requires net.jqwik.api;
     requires awaitility;
+    requires java.sql;
 
     exports dev.idem.testkit;
 }

@@ -22,16 +22,22 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * }</pre>
  */
 public final class TcpProxy implements AutoCloseable {
-    private final ServerSocket server;
-    private final String targetHost;
-    private final int targetPort;
+    private final Upstream upstream;
     private final List<Link> links = new CopyOnWriteArrayList<>();
+    private final Object cut = new Object();
+    private final ServerSocket server;
     private volatile boolean blackholeNew;
+    private long cuts;
 
-    private TcpProxy(ServerSocket server, String targetHost, int targetPort) {
+    /** Opens the proxy's connection to the server for a client that connected. */
+    @FunctionalInterface
+    interface Upstream {
+        Socket connect() throws IOException, InterruptedException;
+    }
+
+    private TcpProxy(ServerSocket server, Upstream upstream) {
         this.server = server;
-        this.targetHost = targetHost;
-        this.targetPort = targetPort;
+        this.upstream = upstream;
     }
 
     /** Starts a proxy on a free port of 127.0.0.1 forwarding to {@code host:port}. */
@@ -44,10 +50,17 @@ public final class TcpProxy implements AutoCloseable {
      * 127.0.0.2 with the server's own port, for a server that tells its clients one address to connect to.
      */
     public static TcpProxy start(InetAddress listenAddress, int listenPort, String host, int port) {
+        return start(listenAddress, listenPort, () -> {
+            Socket socket = new Socket();
+            socket.connect(new InetSocketAddress(host, port), 5000);
+            return socket;
+        });
+    }
+
+    static TcpProxy start(InetAddress listenAddress, int listenPort, Upstream upstream) {
         try {
-            ServerSocket server = new ServerSocket(listenPort, 50, listenAddress);
-            TcpProxy proxy = new TcpProxy(server, host, port);
-            daemon("tcp-proxy-accept-" + server.getLocalPort(), proxy::acceptLoop);
+            TcpProxy proxy = new TcpProxy(new ServerSocket(listenPort, 50, listenAddress), upstream);
+            daemon("tcp-proxy-accept-" + proxy.port(), proxy::acceptLoop);
             return proxy;
         } catch (IOException e) {
             throw new UncheckedIOException("could not open a proxy port", e);
@@ -77,10 +90,18 @@ public final class TcpProxy implements AutoCloseable {
         });
     }
 
-    /** Closes every open connection; new ones are accepted normally. */
+    /**
+     * Closes every connection the proxy has accepted, also one it is still connecting to the server while this runs;
+     * new ones are accepted normally.
+     */
     public void dropAllConnections() {
-        links.forEach(Link::close);
-        links.clear();
+        List<Link> open;
+        synchronized (cut) {
+            cuts++;
+            open = List.copyOf(links);
+            links.clear();
+        }
+        open.forEach(Link::close);
     }
 
     @Override
@@ -97,18 +118,29 @@ public final class TcpProxy implements AutoCloseable {
         while (!server.isClosed()) {
             try {
                 Socket client = server.accept();
-                Socket upstream = new Socket();
-                upstream.connect(new InetSocketAddress(targetHost, targetPort), 5000);
+                long cutsAtAccept;
+                synchronized (cut) {
+                    cutsAtAccept = cuts;
+                }
+                Socket target = upstream.connect();
                 client.setTcpNoDelay(true);
-                upstream.setTcpNoDelay(true);
-                Link link = new Link(client, upstream, blackholeNew);
-                links.add(link);
-                daemon("tcp-proxy-up-" + port(), () -> link.pump(client, upstream, true));
-                daemon("tcp-proxy-down-" + port(), () -> link.pump(upstream, client, false));
+                target.setTcpNoDelay(true);
+                Link link = new Link(client, target, blackholeNew);
+                synchronized (cut) {
+                    if (cuts != cutsAtAccept) {
+                        link.close();
+                        continue;
+                    }
+                    links.add(link);
+                }
+                daemon("tcp-proxy-up-" + port(), () -> link.pump(client, target, true));
+                daemon("tcp-proxy-down-" + port(), () -> link.pump(target, client, false));
             } catch (IOException e) {
                 if (server.isClosed()) {
                     return;
                 }
+            } catch (InterruptedException e) {
+                return;
             }
         }
     }

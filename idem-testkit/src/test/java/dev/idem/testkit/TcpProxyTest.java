@@ -9,7 +9,9 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketException;
 import java.net.SocketTimeoutException;
+import java.util.concurrent.CountDownLatch;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -91,6 +93,40 @@ class TcpProxyTest {
             proxy.dropAllConnections();
 
             assertThat(s.getInputStream().read()).isEqualTo(-1);
+        }
+    }
+
+    @Test
+    void aConnectionAcceptedWhileTheDropRuns_isCutToo() throws Exception {
+        CountDownLatch accepted = new CountDownLatch(1);
+        CountDownLatch dropped = new CountDownLatch(1);
+        TcpProxy.Upstream slowToConnect = () -> {
+            accepted.countDown();
+            dropped.await();
+            return new Socket("127.0.0.1", echo.getLocalPort());
+        };
+        try (TcpProxy proxy = TcpProxy.start(InetAddress.getLoopbackAddress(), 0, slowToConnect);
+                Socket s = new Socket("127.0.0.1", proxy.port())) {
+            s.setSoTimeout(5000);
+            accepted.await();
+
+            proxy.dropAllConnections();
+            dropped.countDown();
+
+            assertThat(readOrClosed(s))
+                    .as("the connection accepted before the cut is closed")
+                    .isEqualTo(-1);
+        }
+    }
+
+    /** What the next read gives: a byte, or -1 when the proxy closed the connection (also by a reset). */
+    private static int readOrClosed(Socket s) throws IOException {
+        try {
+            s.getOutputStream().write(9);
+            s.getOutputStream().flush();
+            return s.getInputStream().read();
+        } catch (SocketException closed) {
+            return -1;
         }
     }
 }

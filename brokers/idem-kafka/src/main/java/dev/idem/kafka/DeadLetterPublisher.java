@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -24,6 +25,7 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
@@ -129,11 +131,7 @@ final class DeadLetterPublisher implements AutoCloseable {
                         + " (kafka-topics.sh --create --topic ...) or call .createDeadLetterTopics(true) on the"
                         + " builder; without them no record could ever be dead-lettered");
             }
-            admin.createTopics(missing.stream()
-                            .map(name -> new NewTopic(name, java.util.Optional.empty(), java.util.Optional.empty()))
-                            .toList())
-                    .all()
-                    .get(30, TimeUnit.SECONDS);
+            create(admin, missing);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new ConfigurationException(
@@ -142,6 +140,24 @@ final class DeadLetterPublisher implements AutoCloseable {
             throw new ConfigurationException(
                     "cannot check or create the dead-letter topics " + deadLetterTopics.values() + ": " + e.getMessage()
                             + " (check the admin permissions and the broker addresses)");
+        }
+    }
+
+    /** Creates {@code topics}; one that another consumer created meanwhile ("already exists") is as good. */
+    private static void create(Admin admin, List<String> topics)
+            throws InterruptedException, ExecutionException, TimeoutException {
+        var created = admin.createTopics(topics.stream()
+                        .map(name -> new NewTopic(name, Optional.empty(), Optional.empty()))
+                        .toList())
+                .values();
+        for (var topic : created.values()) {
+            try {
+                topic.get(30, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                if (!(e.getCause() instanceof TopicExistsException)) {
+                    throw e;
+                }
+            }
         }
     }
 

@@ -39,7 +39,9 @@ import org.jspecify.annotations.Nullable;
  * consumer.start();
  * }</pre>
  *
- * <p>What it does with each record, by the handler's {@link Outcome}:
+ * <p>What it does with each record, by the handler's {@link Outcome} or exception, as {@link
+ * dev.idem.spi.DeliveryDecision} decides for every adapter (an exception whose chain shows an unreachable store or
+ * database is {@code IN_PROGRESS}):
  *
  * <ul>
  *   <li>{@code PROCESSED}, {@code DUPLICATE}: final. Each partition's offset is committed up to the first record that

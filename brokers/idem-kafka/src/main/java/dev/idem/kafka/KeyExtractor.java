@@ -1,5 +1,6 @@
 package dev.idem.kafka;
 
+import dev.idem.spi.KeyBytes;
 import java.util.Objects;
 import java.util.function.Function;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -36,7 +37,7 @@ public interface KeyExtractor<K, V> {
             @Override
             public @Nullable String extract(ConsumerRecord<K, V> record) {
                 Header header = record.headers().lastHeader(name);
-                return header == null || header.value() == null ? null : ExactKeys.fromBytes(header.value());
+                return header == null || header.value() == null ? null : KeyBytes.exactKey(header.value());
             }
 
             @Override
@@ -58,7 +59,7 @@ public interface KeyExtractor<K, V> {
                 if (key == null) {
                     return null;
                 }
-                return key instanceof byte[] bytes ? ExactKeys.fromBytes(bytes) : key.toString();
+                return key instanceof byte[] bytes ? KeyBytes.exactKey(bytes) : key.toString();
             }
 
             @Override

@@ -2,7 +2,8 @@ package dev.idem.kafka;
 
 import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
-import dev.idem.RetryPolicy;
+import dev.idem.spi.DeliveryDecision;
+import dev.idem.spi.Verdict;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,14 +16,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * What a worker does with a lane: takes its records in order, reads each (deserialize, key), runs the handler (or
- * the batch handler), and decides per record: final, retry later, or dead-letter. Finished records are marked in
- * their partition's progress at once, so a revocation commits them.
- *
- * <p>The retry rules: {@code FAILED} and {@code OUT_OF_ORDER} are the handler's own answers and count toward {@code
- * maxAttempts}, after which the record is dead-lettered; {@code IN_PROGRESS} (the key is held elsewhere, or the store
- * is down and fails closed) never counts and is never dead-lettered by the bound: the record waits, the backoff
- * growing to its cap. {@code REJECTED} is dead-lettered at once. A record whose dead letter could not be sent is
- * retried (the send, not the handler) and never committed before the dead-letter topic took it.
+ * the batch handler), and settles each record as {@link DeliveryDecision} decides: final, retry later, or
+ * dead-letter. Finished records are marked in their partition's progress at once, so a revocation commits them. A
+ * record whose dead letter could not be sent is retried (the send, not the handler) and never committed before the
+ * dead-letter topic took it.
  *
  * <p>A {@link ConfigurationException} thrown by the handler, the batch handler, the deserializers or the key extractor
  * (or the cause of a handler's outcome) is not the record's fault but the runner's setup (e.g. a store's table is
@@ -38,11 +35,13 @@ final class LaneWorker<K, V> {
     }
 
     private final Settings<K, V> settings;
+    private final DeliveryDecision decision;
     private final DeadLetterPublisher deadLetters;
     private final Events events;
     private final ConcurrentLinkedQueue<End<K, V>> ends;
     private final AtomicInteger running;
     private final BooleanSupplier stopping;
+    private final BooleanSupplier handlersInterrupted;
     private final Runnable wake;
 
     LaneWorker(
@@ -52,13 +51,16 @@ final class LaneWorker<K, V> {
             ConcurrentLinkedQueue<End<K, V>> ends,
             AtomicInteger running,
             BooleanSupplier stopping,
+            BooleanSupplier handlersInterrupted,
             Runnable wake) {
         this.settings = settings;
+        this.decision = DeliveryDecision.of(settings.retryPolicy());
         this.deadLetters = deadLetters;
         this.events = events;
         this.ends = ends;
         this.running = running;
         this.stopping = stopping;
+        this.handlersInterrupted = handlersInterrupted;
         this.wake = wake;
     }
 
@@ -115,7 +117,7 @@ final class LaneWorker<K, V> {
 
     /** One record; returns the retry delay, or null when it is final. */
     private @Nullable Duration handleOne(Lane<K, V> lane, Pending<K, V> p) {
-        Duration retry = p.deadLetter != null ? deadLetter(p) : decide(p, run(lane, p));
+        Duration retry = p.deadLetter != null ? deadLetter(p) : settle(p, run(lane, p));
         finishOrCarry(lane, List.of(p), retry == null ? List.of() : List.of(p));
         return retry;
     }
@@ -142,9 +144,9 @@ final class LaneWorker<K, V> {
             }
         }
         if (!batch.isEmpty()) {
-            List<Outcome> outcomes = runBatch(lane, handled, batch);
+            List<Verdict> verdicts = runBatch(lane, handled, batch);
             for (int i = 0; i < handled.size(); i++) {
-                Duration retry = decide(handled.get(i), outcomes.get(i));
+                Duration retry = settle(handled.get(i), verdicts.get(i));
                 if (retry != null) {
                     retrying.add(handled.get(i));
                     firstRetry = min(firstRetry, retry);
@@ -172,29 +174,30 @@ final class LaneWorker<K, V> {
         }
     }
 
-    /** Runs the record handler, or returns why the record cannot be handled. */
-    private Outcome run(Lane<K, V> lane, Pending<K, V> p) {
+    /** Runs the record handler (unless the record cannot be handled) and decides what to do with the record. */
+    private Verdict run(Lane<K, V> lane, Pending<K, V> p) {
         Pending.Read<K, V> read = read(p);
         if (read.rejection() != null) {
-            return read.rejection();
+            return decision.decide(read.rejection(), p.attempts);
         }
         KeyedRecord<K, V> record = Objects.requireNonNull(read.record());
         RecordHandler<K, V> handler = Objects.requireNonNull(settings.handler());
         lane.enterHandler(p.raw.offset(), settings.nanoTime().getAsLong());
         try {
             p.runs++;
-            return misconfigurationStops(Objects.requireNonNull(
+            Outcome outcome = misconfigurationStops(Objects.requireNonNull(
                     handler.handle(record.key(), record.record()), "a handler must return an Outcome, not null"));
+            return decision.decide(outcome, p.attempts);
         } catch (ConfigurationException e) {
             throw e;
         } catch (Exception e) {
-            return Outcome.ofException(e);
+            return decision.decide(e, p.attempts);
         } finally {
             lane.exitHandler();
         }
     }
 
-    private List<Outcome> runBatch(Lane<K, V> lane, List<Pending<K, V>> handled, List<KeyedRecord<K, V>> batch) {
+    private List<Verdict> runBatch(Lane<K, V> lane, List<Pending<K, V>> handled, List<KeyedRecord<K, V>> batch) {
         BatchHandler<K, V> handler = Objects.requireNonNull(settings.batchHandler());
         handled.forEach(p -> p.runs++);
         List<Outcome> outcomes;
@@ -204,8 +207,7 @@ final class LaneWorker<K, V> {
         } catch (ConfigurationException e) {
             throw e;
         } catch (Exception e) {
-            Outcome failed = Outcome.ofException(e);
-            return batch.stream().map(r -> failed).toList();
+            return handled.stream().map(p -> decision.decide(e, p.attempts)).toList();
         } finally {
             lane.exitHandler();
         }
@@ -218,7 +220,11 @@ final class LaneWorker<K, V> {
                     + ": it must answer one non-null Outcome per record, in order");
         }
         outcomes.forEach(LaneWorker::misconfigurationStops);
-        return outcomes;
+        List<Verdict> verdicts = new ArrayList<>(outcomes.size());
+        for (int i = 0; i < outcomes.size(); i++) {
+            verdicts.add(decision.decide(outcomes.get(i), handled.get(i).attempts));
+        }
+        return verdicts;
     }
 
     /** The outcome, unless a {@link ConfigurationException} caused it: that is thrown, to stop the runner. */
@@ -229,36 +235,24 @@ final class LaneWorker<K, V> {
         return outcome;
     }
 
-    /** The retry delay for {@code outcome}, or null when the record is final (handled or dead-lettered). */
-    private @Nullable Duration decide(Pending<K, V> p, Outcome outcome) {
-        RetryPolicy policy = settings.retryPolicy();
-        switch (outcome.action()) {
-            case ACK -> {
-                return null;
-            }
-            case DEAD_LETTER -> {
-                p.deadLetter = outcome;
-                return deadLetter(p);
-            }
-            default -> {
-                if (outcome.type() == Outcome.Type.IN_PROGRESS) {
-                    p.waits++;
-                    Duration delay = policy.delayAfter(Math.min(p.waits, 64));
-                    events.retryScheduled(p, outcome, delay);
-                    return delay;
-                }
-                p.waits = 0;
-                p.failures++;
-                if (policy.exhausted(p.failures)) {
-                    p.deadLetter =
-                            outcome.withReason("gave up after " + p.failures + " attempts; last: " + outcome.reason());
-                    return deadLetter(p);
-                }
-                Duration delay = policy.delayAfter(p.failures);
-                events.retryScheduled(p, outcome, delay);
-                return delay;
-            }
+    /** Carries out {@code verdict}: the retry delay, or null when the record is final (handled or dead-lettered). */
+    private @Nullable Duration settle(Pending<K, V> p, Verdict verdict) {
+        if (!(verdict instanceof Verdict.Ack) && handlersInterrupted.getAsBoolean()) {
+            // The runner stopped and interrupted the handler: not the record's failure. It is neither counted nor
+            // dead-lettered; left uncommitted, it comes back to the next owner.
+            return Duration.ZERO;
         }
+        if (verdict instanceof Verdict.Retry retry) {
+            p.attempts = retry.attempts();
+            events.retryScheduled(p, retry.outcome(), retry.delay());
+            return retry.delay();
+        }
+        if (verdict instanceof Verdict.DeadLetter dead) {
+            p.attempts = dead.attempts();
+            p.deadLetter = dead.outcome();
+            return deadLetter(p);
+        }
+        return null;
     }
 
     /** Sends the decided dead letter; null when the topic took it, else the delay before trying again. */

@@ -1,6 +1,7 @@
 package dev.idem.kafka;
 
 import dev.idem.Outcome;
+import dev.idem.spi.Attempts;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.jspecify.annotations.Nullable;
 
@@ -11,10 +12,8 @@ import org.jspecify.annotations.Nullable;
 final class Pending<K, V> {
     final ConsumerRecord<byte[], byte[]> raw;
     final PartitionProgress.Slot slot;
-    /** Handler runs that ended {@code FAILED} or {@code OUT_OF_ORDER}: these count toward {@code maxAttempts}. */
-    int failures;
-    /** {@code IN_PROGRESS} answers in a row: they grow the backoff and never count toward {@code maxAttempts}. */
-    int waits;
+    /** What the decision counted so far: the handler's failures (bounded) and the waits in a row (never bounded). */
+    Attempts attempts = Attempts.NONE;
     /** Handler runs, whatever they ended in. */
     int runs;
     /** Failed sends to the dead-letter topic. */

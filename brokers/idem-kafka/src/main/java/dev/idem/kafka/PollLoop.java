@@ -12,6 +12,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.consumer.CloseOptions;
@@ -21,6 +22,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -63,8 +65,16 @@ final class PollLoop<K, V> implements Runnable {
     private final @Nullable Set<Lane<K, V>> watched;
     private final int maxBuffered;
     private final CountDownLatch stopped = new CountDownLatch(1);
+    /**
+     * The client is woken once, whoever calls {@link #stop()} and how often: {@link #outlastingWakeup} retries a woken
+     * call once, which a second wakeup would fail too.
+     */
+    private final AtomicBoolean woken = new AtomicBoolean();
 
     private volatile boolean stopping;
+    /** Set before the workers are interrupted on the way out: a handler failing now failed of that interrupt. */
+    private volatile boolean handlersInterrupted;
+
     private volatile @Nullable Thread thread;
     private volatile Set<TopicPartition> assignment = Set.of();
     private volatile @Nullable Throwable failure;
@@ -91,7 +101,8 @@ final class PollLoop<K, V> implements Runnable {
         this.watched = settings.handlerTimeout() == null ? null : ConcurrentHashMap.newKeySet();
         this.maxBuffered = settings.maxBufferedPerPartition();
         this.lastCommitNanos = System.nanoTime() - COMMIT_INTERVAL.toNanos();
-        this.worker = new LaneWorker<>(settings, deadLetters, events, ends, running, () -> stopping, this::wake);
+        this.worker = new LaneWorker<>(
+                settings, deadLetters, events, ends, running, () -> stopping, () -> handlersInterrupted, this::wake);
     }
 
     @Override
@@ -124,6 +135,7 @@ final class PollLoop<K, V> implements Runnable {
             }
         } finally {
             stopping = true;
+            handlersInterrupted = true;
             executor.shutdownNow();
             try {
                 consumer.close(CloseOptions.timeout(Duration.ofSeconds(10)));
@@ -136,10 +148,13 @@ final class PollLoop<K, V> implements Runnable {
         }
     }
 
-    /** Asks the loop to stop; it lets each lane finish its record, commits, closes the clients. */
+    /** Asks the loop to stop (waking a poll that waits for records); it lets each lane finish its record, commits, closes the clients. */
     void stop() {
         stopping = true;
         wake();
+        if (woken.compareAndSet(false, true)) {
+            consumer.wakeup();
+        }
     }
 
     boolean awaitStopped(Duration timeout) throws InterruptedException {
@@ -293,7 +308,7 @@ final class PollLoop<K, V> implements Runnable {
             return;
         }
         try {
-            consumer.commitSync(offsets);
+            outlastingWakeup(() -> consumer.commitSync(offsets));
             offsets.forEach((tp, offset) -> events.committed(tp, offset.offset()));
         } catch (RuntimeException e) {
             LOG.log(
@@ -333,14 +348,35 @@ final class PollLoop<K, V> implements Runnable {
             untilDue = Math.min(untilDue, Math.max(0, lastCommitNanos + COMMIT_INTERVAL.toNanos() - System.nanoTime()));
         }
         if (pausedCount > 0) {
-            ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ZERO);
+            ConsumerRecords<byte[], byte[]> records = pollUnlessWoken(Duration.ZERO);
             if (records.isEmpty()) {
                 LockSupport.parkNanos(Math.min(PAUSED_PARK_NANOS, untilDue));
             }
             return records;
         }
         Duration timeout = busy ? BUSY_POLL : settings.pollTimeout();
-        return consumer.poll(Duration.ofNanos(Math.min(timeout.toNanos(), untilDue)));
+        return pollUnlessWoken(Duration.ofNanos(Math.min(timeout.toNanos(), untilDue)));
+    }
+
+    /** Empty when {@link #stop()} woke the poll (the loop then sees {@code stopping}). */
+    private ConsumerRecords<byte[], byte[]> pollUnlessWoken(Duration timeout) {
+        try {
+            return consumer.poll(timeout);
+        } catch (WakeupException e) {
+            return ConsumerRecords.empty();
+        }
+    }
+
+    /**
+     * Runs a blocking client call that the wakeup of {@link #stop()} may hit instead of the poll it was meant for; the
+     * throw spends the wakeup, so the second try runs through.
+     */
+    private static void outlastingWakeup(Runnable call) {
+        try {
+            call.run();
+        } catch (WakeupException e) {
+            call.run();
+        }
     }
 
     private void accept(ConsumerRecords<byte[], byte[]> records) {
@@ -376,7 +412,7 @@ final class PollLoop<K, V> implements Runnable {
         consumer.pause(consumer.assignment());
         long deadline = System.nanoTime() + settings.shutdownTimeout().toNanos();
         while (running.get() > 0 && System.nanoTime() - deadline < 0) {
-            consumer.poll(Duration.ZERO);
+            pollUnlessWoken(Duration.ZERO);
             LockSupport.parkNanos(PAUSED_PARK_NANOS);
         }
         LaneWorker.End<K, V> end;
@@ -424,7 +460,7 @@ final class PollLoop<K, V> implements Runnable {
                 partitions.computeIfAbsent(tp, t -> new PartitionWork<>(t, settings.ordering(), watched));
             }
             if (settings.commitPositionOnAssignment() && !assigned.isEmpty()) {
-                commitPositionsWithoutOffset(assigned);
+                outlastingWakeup(() -> commitPositionsWithoutOffset(assigned));
             }
             assignment = Set.copyOf(partitions.keySet());
         }

@@ -8,8 +8,15 @@ import dev.idem.Outcome;
 import dev.idem.testsupport.EmbeddedKafka;
 import dev.idem.testsupport.TestServers;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
@@ -131,6 +138,50 @@ class DeadLetterProducerTest {
                 .hasMessageContaining("createDeadLetterTopics(true)");
         assertThat(consumersMade.get()).isZero();
         assertThat(runner.isRunning()).isFalse();
+    }
+
+    @Test
+    void severalConsumersStartingAtOnce_withCreateDeadLetterTopics_allStart() throws Exception {
+        int consumers = 6;
+        String topic = TestServers.uniquePrefix("mkdlt-race");
+        KafkaFixture.kafka().createTopic(topic, consumers);
+        CyclicBarrier together = new CyclicBarrier(consumers);
+        ExecutorService starters = Executors.newFixedThreadPool(consumers);
+        List<Future<IdempotentKafkaConsumer<String, String>>> started = new ArrayList<>();
+        try {
+            for (int i = 0; i < consumers; i++) {
+                var runner = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(topic + "-g"))
+                        .topics(topic)
+                        .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
+                        .createDeadLetterTopics(true)
+                        .handler((key, record) -> Outcome.processed())
+                        .build();
+                started.add(starters.submit(() -> {
+                    together.await(30, TimeUnit.SECONDS);
+                    return runner.start();
+                }));
+            }
+            List<String> failures = new ArrayList<>();
+            for (var future : started) {
+                try {
+                    assertThat(future.get(60, TimeUnit.SECONDS).isRunning()).isTrue();
+                } catch (ExecutionException e) {
+                    failures.add(String.valueOf(e.getCause()));
+                }
+            }
+            assertThat(failures).isEmpty();
+        } finally {
+            for (var future : started) {
+                if (future.isDone() && !future.isCancelled()) {
+                    try {
+                        future.get().close();
+                    } catch (ExecutionException ignored) {
+                        // this one did not start
+                    }
+                }
+            }
+            starters.shutdownNow();
+        }
     }
 
     @Test

@@ -44,14 +44,4 @@ class ExactKeyTest {
                 .as("control bytes are a key too")
                 .isEmpty();
     }
-
-    @Test
-    void textThatLooksLikeTheHexForm_isWrittenInHexItself_soTheFormsNeverMeet() {
-        String hexOfBinary = ExactKeys.fromBytes(new byte[] {(byte) 0xFE});
-        String text = ExactKeys.fromBytes(hexOfBinary.getBytes(StandardCharsets.UTF_8));
-        assertThat(hexOfBinary).isEqualTo("hex:fe");
-        assertThat(text).isEqualTo("hex:6865783a6665").isNotEqualTo(hexOfBinary);
-        assertThat(ExactKeys.fromBytes("10086:PAY".getBytes(StandardCharsets.UTF_8)))
-                .isEqualTo("10086:PAY");
-    }
 }

@@ -390,4 +390,32 @@ class InterleavingTest {
         assertThat(Collections.frequency(handled, "a3")).isEqualTo(1);
         assertThat(kafka.violations()).isEmpty();
     }
+
+    /**
+     * close() called from several threads at once (a shutdown hook and the application's own close, say): each call
+     * woke the client, and the final commit retries a woken try only once, so a wakeup per try skipped it, logged as a
+     * failed commit. (The real clients' close() then commits again from onPartitionsRevoked, but not when it reports
+     * the partitions lost during a rebalance: those records are redelivered.)
+     */
+    @Test
+    void closedFromSeveralThreadsAtOnce_stillCommitsTheFinishedRecords() throws Exception {
+        IdempotentKafkaConsumer<String, String> consumer = start(runner().handler((key, record) -> {
+            handled.add(key);
+            return Outcome.processed();
+        }));
+        kafka.failAsyncCommits(new RetriableCommitFailedException("coordinator moved"));
+        kafka.add(p0, 0, "a0");
+        await().atMost(KafkaFixture.WAIT).until(() -> handled.contains("a0"));
+        kafka.awaitLoopRound();
+        kafka.beforeEachCommitSync(() -> {
+            Thread closer = new Thread(consumer::close);
+            closer.start();
+            // close() has asked the runner to stop once it waits for the poll loop to end.
+            await().atMost(KafkaFixture.WAIT).until(() -> closer.getState() == Thread.State.TIMED_WAITING);
+        });
+
+        consumer.close();
+
+        assertThat(kafka.committedOffset(p0)).isEqualTo(1);
+    }
 }

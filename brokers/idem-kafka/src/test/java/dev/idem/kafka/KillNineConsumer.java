@@ -5,10 +5,9 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
-import dev.idem.testsupport.PaymentBank;
+import dev.idem.testsupport.ChildJvm;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * One consumer process of {@link KillNineTest}: the README's payment consumer ({@link JdbcInbox} + the runner, on a
@@ -50,11 +49,7 @@ final class KillNineConsumer {
                     .retryPolicy(KafkaFixture.FAST_RETRY)
                     .handler((key, record) -> inbox.handle(Delivery.of(key), c -> {
                         String[] debit = record.value().split(":");
-                        out.println("TX " + key);
-                        if (ThreadLocalRandom.current().nextInt(10) == 0) {
-                            Thread.sleep(30); // widen the window for a kill inside the transaction
-                        }
-                        PaymentBank.debit(c, debit[0], Long.parseLong(debit[1]), key);
+                        ChildJvm.debitWithTransactionOpen(c, debit[0], Long.parseLong(debit[1]), key);
                         return Outcome.processed();
                     }))
                     .build()

@@ -45,6 +45,32 @@ class PollLoopSpeedTest {
     }
 
     /**
+     * {@code close()} woke the poll thread with an unpark, which a blocked {@code poll} does not notice: with nothing
+     * to fetch, closing waited out the poll timeout (20 s in the test above; with a longer one, close gave up after
+     * the shutdown timeout plus 30 s and returned while the loop still ran).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"classic", "consumer"})
+    void close_whilePollWaitsForRecords_endsTheLoopWithoutWaitingForThePollTimeout(String protocol) throws Exception {
+        String topic = KafkaFixture.topic("wakeclose", 1);
+        var consumer = IdempotentKafkaConsumer.builder(KafkaFixture.consumerProps(topic + "-g", protocol))
+                .topics(topic)
+                .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
+                .pollTimeout(Duration.ofMinutes(10))
+                .shutdownTimeout(Duration.ofSeconds(1))
+                .handler((key, record) -> Outcome.processed())
+                .build()
+                .start();
+        await().atMost(WAIT).until(() -> !consumer.assignment().isEmpty());
+
+        consumer.close();
+
+        assertThat(consumer.isRunning())
+                .as("the poll loop still runs after close()")
+                .isFalse();
+    }
+
+    /**
      * Issue 14 item 10: kafka-clients 4.4's {@code poll(timeout)} spins under {@code group.protocol=consumer} while a
      * paused partition holds fetched records. A handler holds the partition while thousands of records are fetched
      * behind it; the poll thread must stay nearly idle (the old runner burnt 672 ms of CPU in 3 s here).

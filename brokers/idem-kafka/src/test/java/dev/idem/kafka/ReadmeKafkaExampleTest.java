@@ -2,6 +2,7 @@ package dev.idem.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Delivery;
 import dev.idem.Fingerprint;
 import dev.idem.Guard;
@@ -15,7 +16,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
-import javax.sql.DataSource;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -73,8 +73,8 @@ class ReadmeKafkaExampleTest {
         String account = paymentsTopic + "-acc";
         try (PaymentBank bank = new PaymentBank("ReadmeKafkaExampleTest")) {
             bank.open(account, 100);
-            DataSource dataSource = bank.database().dataSource();
-            JdbcInbox.builder(dataSource)
+            String jdbcUrl = bank.database().url();
+            JdbcInbox.builder(bank.database().dataSource())
                     .namespace("setup")
                     .createTableIfMissing(true)
                     .build();
@@ -86,6 +86,9 @@ class ReadmeKafkaExampleTest {
             }
 
             // readme:kafka-inbox begin
+            HikariDataSource dataSource = new HikariDataSource(); // a pool: else a connection per record, half speed
+            dataSource.setJdbcUrl(jdbcUrl); // e.g. jdbc:postgresql://127.0.0.1:5432/payments?user=app
+            dataSource.setMaximumPoolSize(4); // one connection per worker (workers(4) below)
             JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace(group).build(); // the marks live with your data
             var consumer = IdempotentKafkaConsumer.builder(
                             Map.of("bootstrap.servers", bootstrap, "group.id", group, "auto.offset.reset", "earliest"))
@@ -105,7 +108,8 @@ class ReadmeKafkaExampleTest {
             // readme:kafka-inbox end
 
             KafkaFixture.awaitAllCommitted(group, paymentsTopic);
-            consumer.close();
+            consumer.close(); // the consumer first, then the pool its workers use
+            dataSource.close();
             assertThat(bank.balance(account)).isEqualTo(75);
         }
         ReadmeSnippets.assertShown(SOURCE, "kafka-inbox");

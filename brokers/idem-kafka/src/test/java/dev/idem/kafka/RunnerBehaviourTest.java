@@ -122,6 +122,51 @@ class RunnerBehaviourTest {
                 .isEqualTo(1L);
     }
 
+    /**
+     * close() interrupts a handler that outlives the shutdown timeout; the record is left uncommitted and comes back.
+     * Its interrupted handling is not the record's failure: on its last attempt (here the only one) it must not be
+     * dead-lettered, or the redelivery applies it while the dead-letter topic says it was given up.
+     */
+    @Test
+    void handlerInterruptedByClose_isNotDeadLettered_andIsHandledAfterwards() throws Exception {
+        String topic = KafkaFixture.topic("shutdown-interrupt", 1);
+        String group = topic + "-group";
+        try (KafkaProducer<String, String> producer = KafkaFixture.producer()) {
+            KafkaFixture.send(producer, topic, 0, "k-0", "x");
+        }
+        RetryPolicy once = RetryPolicy.builder().maxAttempts(1).build();
+        CountDownLatch inHandler = new CountDownLatch(1);
+        var first = KafkaFixture.consumer(group, topic)
+                .retryPolicy(once)
+                .shutdownTimeout(Duration.ofMillis(200))
+                .handler((key, record) -> {
+                    inHandler.countDown();
+                    new CountDownLatch(1).await(); // ends only when close() interrupts it
+                    return Outcome.processed();
+                })
+                .build()
+                .start();
+        assertThat(inHandler.await(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
+        first.close();
+
+        List<String> handled = new CopyOnWriteArrayList<>();
+        var second = KafkaFixture.consumer(group, topic)
+                .retryPolicy(once)
+                .handler((key, record) -> {
+                    handled.add(key);
+                    return Outcome.processed();
+                })
+                .build()
+                .start();
+        try {
+            KafkaFixture.awaitAllCommitted(group, topic);
+        } finally {
+            second.close();
+        }
+        assertThat(handled).containsExactly("k-0");
+        assertThat(KafkaFixture.readAll(topic + "-dlt")).isEmpty();
+    }
+
     @Test
     void twoPartitions_twoWorkers_areHandledInParallel_inOffsetOrderWithinEachPartition() throws Exception {
         String topic = KafkaFixture.topic("parallel", 2);

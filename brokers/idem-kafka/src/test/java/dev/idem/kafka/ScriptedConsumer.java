@@ -12,6 +12,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -21,6 +22,7 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.OffsetCommitCallback;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.WakeupException;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.apache.kafka.common.record.TimestampType;
 import org.jspecify.annotations.Nullable;
@@ -28,7 +30,9 @@ import org.jspecify.annotations.Nullable;
 /**
  * A {@link MockConsumer} for driving the runner through exact interleavings: rebalances and failures are run on the
  * poll thread at a chosen moment ({@link #onPollThread}), commits can be made to fail, and every commit is checked
- * against what the consumer owned when it was made (a commit of a partition not owned is recorded as a violation).
+ * against what the consumer owned when it was made (a commit of a partition not owned is recorded as a violation). As
+ * in the real clients, a {@link #wakeup()} is one flag that the next {@code poll} or {@code commitSync} throws and
+ * clears.
  */
 final class ScriptedConsumer extends MockConsumer<byte[], byte[]> {
     private final Set<TopicPartition> owned = new HashSet<>();
@@ -38,6 +42,8 @@ final class ScriptedConsumer extends MockConsumer<byte[], byte[]> {
     private @Nullable KafkaException nextAsyncCommitFailure;
     private @Nullable KafkaException asyncCommitFailure;
     private @Nullable KafkaException nextSyncCommitFailure;
+    private final AtomicBoolean woken = new AtomicBoolean();
+    private volatile @Nullable Runnable beforeEachCommitSync;
 
     ScriptedConsumer() {
         super("earliest");
@@ -134,8 +140,25 @@ final class ScriptedConsumer extends MockConsumer<byte[], byte[]> {
         return List.copyOf(violations);
     }
 
+    /** Runs {@code task} on the committing thread as each {@code commitSync} starts, before it sees a wakeup. */
+    void beforeEachCommitSync(Runnable task) {
+        beforeEachCommitSync = task;
+    }
+
+    @Override
+    public void wakeup() {
+        woken.set(true);
+    }
+
+    private void throwIfWoken() {
+        if (woken.getAndSet(false)) {
+            throw new WakeupException();
+        }
+    }
+
     @Override
     public synchronized ConsumerRecords<byte[], byte[]> poll(Duration timeout) {
+        throwIfWoken();
         ConsumerRecords<byte[], byte[]> records = super.poll(timeout);
         if (records.isEmpty()) {
             // MockConsumer never blocks; a short park keeps an idle runner from spinning a core.
@@ -211,6 +234,11 @@ final class ScriptedConsumer extends MockConsumer<byte[], byte[]> {
 
     @Override
     public synchronized void commitSync(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        Runnable before = beforeEachCommitSync;
+        if (before != null) {
+            before.run();
+        }
+        throwIfWoken();
         KafkaException failure = nextSyncCommitFailure;
         if (failure != null) {
             nextSyncCommitFailure = null;

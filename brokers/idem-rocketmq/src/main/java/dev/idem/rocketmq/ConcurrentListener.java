@@ -1,5 +1,6 @@
 package dev.idem.rocketmq;
 
+import dev.idem.spi.Verdict;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyContext;
@@ -8,26 +9,26 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /**
- * The concurrent listener. Each message of a batch is handled in turn; then what is final is acknowledged and only
- * the rest is retried:
+ * The concurrent listener. Each message of a batch is handled in turn, with the {@link RedeliveryAttempts} it carries;
+ * then what is final is acknowledged and only the rest is retried:
  *
  * <ul>
- *   <li>a trailing run of messages to retry is left to RocketMQ: {@code ackIndex} just before it (or {@code
+ *   <li>a trailing run of counted retries is left to RocketMQ: {@code ackIndex} just before it (or {@code
  *       RECONSUME_LATER} when it is the whole batch) with the delay level of the longest wanted delay;
  *   <li>every other message that is not final is settled here, one by one: a dead-letter copy with the reason, an
- *       uncounted retry copy for a key in progress, or RocketMQ's counted send-back;
+ *       uncounted retry copy for a wait, or RocketMQ's counted send-back;
  *   <li>if the broker refuses one of those, {@code ackIndex} stops before it and RocketMQ retries it and the messages
  *       after it (those already settled come back as duplicates, which the guard answers).
  * </ul>
  */
 final class ConcurrentListener implements MessageListenerConcurrently {
-    private final Decider decider;
+    private final Handling handling;
     private final Resends resends;
     private final DelayLevels delayLevels;
     private final Events events;
 
-    ConcurrentListener(Decider decider, Resends resends, DelayLevels delayLevels, Events events) {
-        this.decider = decider;
+    ConcurrentListener(Handling handling, Resends resends, DelayLevels delayLevels, Events events) {
+        this.handling = handling;
         this.resends = resends;
         this.delayLevels = delayLevels;
         this.events = events;
@@ -35,38 +36,37 @@ final class ConcurrentListener implements MessageListenerConcurrently {
 
     @Override
     public ConsumeConcurrentlyStatus consumeMessage(List<MessageExt> messages, ConsumeConcurrentlyContext context) {
-        List<Decision> decisions = new ArrayList<>(messages.size());
+        List<Handling.Handled> handled = new ArrayList<>(messages.size());
         for (MessageExt message : messages) {
-            decisions.add(decider.decide(message, message.getReconsumeTimes() + 1));
+            handled.add(handling.handle(message, RedeliveryAttempts.of(message)));
         }
         int tail = messages.size();
-        while (tail > 0 && decisions.get(tail - 1).verb() == Decision.Verb.RETRY) {
+        while (tail > 0 && handled.get(tail - 1).verdict() instanceof Verdict.Retry retry && retry.counted()) {
             tail--;
         }
         for (int i = 0; i < tail; i++) {
-            if (!settle(messages.get(i), decisions.get(i))) {
-                return retryFrom(i, messages, decisions, context);
+            if (!settle(messages.get(i), handled.get(i))) {
+                return retryFrom(i, messages, handled, context);
             }
         }
-        return retryFrom(tail, messages, decisions, context);
+        return retryFrom(tail, messages, handled, context);
     }
 
     /** Acknowledges messages before {@code first} and has RocketMQ send back the others. */
     private ConsumeConcurrentlyStatus retryFrom(
-            int first, List<MessageExt> messages, List<Decision> decisions, ConsumeConcurrentlyContext context) {
+            int first, List<MessageExt> messages, List<Handling.Handled> handled, ConsumeConcurrentlyContext context) {
         if (first == messages.size()) {
             return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
         }
         int level = 1;
         for (int i = first; i < messages.size(); i++) {
-            Decision decision = decisions.get(i);
-            if (decision.verb() == Decision.Verb.RETRY || decision.verb() == Decision.Verb.WAIT) {
-                level = Math.max(level, delayLevels.levelFor(decision.delay()));
+            if (handled.get(i).verdict() instanceof Verdict.Retry retry) {
+                level = Math.max(level, delayLevels.levelFor(retry.delay()));
             }
         }
         for (int i = first; i < messages.size(); i++) {
-            if (decisions.get(i).verb() == Decision.Verb.RETRY) {
-                events.retryScheduled(messages.get(i), decisions.get(i), level);
+            if (handled.get(i).verdict() instanceof Verdict.Retry retry && retry.counted()) {
+                events.retryScheduled(messages.get(i), handled.get(i), level);
             }
         }
         context.setDelayLevelWhenNextConsume(level);
@@ -77,36 +77,27 @@ final class ConcurrentListener implements MessageListenerConcurrently {
         return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
     }
 
-    private boolean settle(MessageExt message, Decision decision) {
-        return switch (decision.verb()) {
-            case ACK -> {
-                events.committed(message, decision);
-                yield true;
+    private boolean settle(MessageExt message, Handling.Handled handled) {
+        Verdict verdict = handled.verdict();
+        if (verdict instanceof Verdict.DeadLetter dead) {
+            // Not RocketMQ's send-back to %DLQ% if the copy fails: it would lose the reason. Retried instead.
+            boolean stored = resends.deadLetter(message, dead);
+            if (stored) {
+                events.deadLettered(message, handled);
             }
-            case DEAD_LETTER -> {
-                // Not RocketMQ's send-back to %DLQ% if the copy fails: it would lose the reason. Retried instead.
-                boolean stored = resends.deadLetter(message, decision);
-                if (stored) {
-                    events.deadLettered(message, decision);
-                }
-                yield stored;
+            return stored;
+        }
+        if (verdict instanceof Verdict.Retry retry) {
+            int level = delayLevels.levelFor(retry.delay());
+            boolean stored = retry.counted()
+                    ? resends.sendBack(message, level)
+                    : resends.retryUncounted(message, retry.attempts(), level) || resends.sendBack(message, level);
+            if (stored) {
+                events.retryScheduled(message, handled, level);
             }
-            case WAIT -> {
-                int level = delayLevels.levelFor(decision.delay());
-                boolean stored = resends.retryUncounted(message, level) || resends.sendBack(message, level);
-                if (stored) {
-                    events.retryScheduled(message, decision, level);
-                }
-                yield stored;
-            }
-            case RETRY -> {
-                int level = delayLevels.levelFor(decision.delay());
-                boolean stored = resends.sendBack(message, level);
-                if (stored) {
-                    events.retryScheduled(message, decision, level);
-                }
-                yield stored;
-            }
-        };
+            return stored;
+        }
+        events.committed(message, handled);
+        return true;
     }
 }

@@ -5,6 +5,7 @@ import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.InvalidKeyException;
 import dev.idem.internal.SafeListener;
+import dev.idem.spi.Verdict;
 import java.time.Clock;
 import java.time.Duration;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -29,34 +30,34 @@ final class Events {
         this.clock = clock;
     }
 
-    void committed(MessageExt message, Decision decision) {
-        emit(IdempotencyEvent.Type.COMMITTED, message, decision.key(), decision, where(message));
+    void committed(MessageExt message, Handling.Handled handled) {
+        emit(IdempotencyEvent.Type.COMMITTED, message, handled.key(), handled, where(message));
     }
 
-    void retryScheduled(MessageExt message, Decision decision, int delayLevel) {
+    void retryScheduled(MessageExt message, Handling.Handled handled, int delayLevel) {
         emit(
                 IdempotencyEvent.Type.RETRY_SCHEDULED,
                 message,
-                decision.key(),
-                decision,
-                where(message) + " retried after " + decision.delay().toMillis() + " ms"
+                handled.key(),
+                handled,
+                where(message) + " retried after " + delay(handled).toMillis() + " ms"
                         + (delayLevel > 0 ? " (delay level " + delayLevel + ")" : ""));
     }
 
-    void deadLettered(MessageExt message, Decision decision) {
+    void deadLettered(MessageExt message, Handling.Handled handled) {
         LOG.log(
                 System.Logger.Level.WARNING,
                 "{0} {1} dead-lettered ({2}): {3}",
                 namespace,
                 where(message),
-                decision.outcome().type(),
-                decision.outcome().reason());
+                handled.verdict().outcome().type(),
+                handled.verdict().outcome().reason());
         emit(
                 IdempotencyEvent.Type.DEAD_LETTERED,
                 message,
-                decision.key(),
-                decision,
-                where(message) + ": " + decision.outcome().reason());
+                handled.key(),
+                handled,
+                where(message) + ": " + handled.verdict().outcome().reason());
     }
 
     void handlerTimeout(String key, MessageExt message, Duration elapsed, Duration consumeTimeout) {
@@ -71,14 +72,14 @@ final class Events {
             IdempotencyEvent.Type type,
             MessageExt message,
             @Nullable String key,
-            @Nullable Decision decision,
+            Handling.@Nullable Handled handled,
             String text) {
         if (!listener.listens()) {
             return;
         }
         IdempotencyEvent event = IdempotencyEvent.builder(type, namespace)
                 .source(SOURCE)
-                .outcome(decision == null ? null : decision.outcome())
+                .outcome(handled == null ? null : handled.verdict().outcome())
                 .attempt(message.getReconsumeTimes() + 1)
                 .keyLogId(logId(key))
                 .time(clock.instant())
@@ -96,6 +97,10 @@ final class Events {
         } catch (InvalidKeyException e) {
             return "<invalid>";
         }
+    }
+
+    private static Duration delay(Handling.Handled handled) {
+        return handled.verdict() instanceof Verdict.Retry retry ? retry.delay() : Duration.ZERO;
     }
 
     private static String where(MessageExt message) {

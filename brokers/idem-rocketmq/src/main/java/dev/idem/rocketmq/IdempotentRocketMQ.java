@@ -4,6 +4,8 @@ import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.RetryPolicy;
+import dev.idem.spi.DeliveryDecision;
+import dev.idem.spi.FailureClassifier;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,17 +32,19 @@ import org.jspecify.annotations.Nullable;
  * consumer.start();
  * }</pre>
  *
- * <p>By outcome:
+ * <p>By outcome (or exception), as {@link DeliveryDecision} decides for every adapter:
  *
  * <ul>
  *   <li>{@code PROCESSED}, {@code DUPLICATE}: {@code CONSUME_SUCCESS} (orderly: {@code SUCCESS}).
  *   <li>{@code FAILED}, {@code OUT_OF_ORDER}: retried after the {@link RetryPolicy} backoff (never later than the
  *       outcome's own {@code retryAfter}): {@code RECONSUME_LATER} with the first delay level at least that long
  *       (orderly: {@code SUSPEND_CURRENT_QUEUE_A_MOMENT} for that long). After {@code maxAttempts} handler attempts
- *       the message is dead-lettered with the reason.
- *   <li>{@code IN_PROGRESS} (the key is held elsewhere, or the store is down): retried the same way but never counted
- *       and never dead-lettered: the concurrent listener stores a copy in {@code %RETRY%<group>} that keeps the
- *       reconsume count, instead of RocketMQ's counted send-back.
+ *       the message is dead-lettered with the reason. The concurrent listener counts them in RocketMQ's {@code
+ *       reconsumeTimes}, the orderly one in memory: never in a property a producer could set.
+ *   <li>{@code IN_PROGRESS} (the key is held elsewhere), and an exception whose chain shows a store or database that
+ *       cannot be reached: retried the same way but never counted and never dead-lettered: the concurrent listener
+ *       stores a copy in {@code %RETRY%<group>} that keeps the reconsume count, instead of RocketMQ's counted
+ *       send-back.
  *   <li>{@code REJECTED}, no key, an unreadable key: at once a copy in {@code %DLQ%<group>} carrying {@value
  *       #DLQ_REASON}, {@value #DLQ_OUTCOME} and {@value #DLQ_ATTEMPTS} (and RocketMQ's {@code RETRY_TOPIC}: the
  *       original topic), then acknowledged. If that copy cannot be written, the message is retried (and
@@ -65,8 +69,6 @@ public final class IdempotentRocketMQ {
     public static final String DLQ_OUTCOME = "IDEM_DLQ_OUTCOME";
     /** Dead-letter copy: the handler attempts made. */
     public static final String DLQ_ATTEMPTS = "IDEM_DLQ_ATTEMPTS";
-    /** Orderly listener only: the handler attempts so far, kept on the in-memory message between local retries. */
-    static final String HANDLER_ATTEMPTS = "IDEM_HANDLER_ATTEMPTS";
 
     /** How long {@code shutdown()} lets running handlers end, unless the consumer sets its own bound. */
     static final long HANDLERS_END_WITHIN_MILLIS = 30_000;
@@ -80,10 +82,10 @@ public final class IdempotentRocketMQ {
     private IdempotentRocketMQ(Builder b, List<String> warnings) {
         DefaultMQPushConsumer consumer = b.consumer;
         Events events = new Events(b.namespace(), b.listener, b.clock);
-        Decider decider = new Decider(
+        Handling handling = new Handling(
                 Objects.requireNonNull(b.keyExtractor),
                 Objects.requireNonNull(b.handler),
-                b.retryPolicy,
+                DeliveryDecision.of(b.retryPolicy, b.classifier),
                 consumeTimeout(consumer),
                 events);
         Supplier<MQProducer> producer = b.producer != null
@@ -92,8 +94,8 @@ public final class IdempotentRocketMQ {
                         .getmQClientFactory()
                         .getDefaultMQProducer();
         Resends resends = new Resends(consumer, producer);
-        this.concurrently = new ConcurrentListener(decider, resends, b.delayLevels, events);
-        this.orderly = new OrderlyListener(decider, resends, b.retryPolicy.initialDelay(), events);
+        this.concurrently = new ConcurrentListener(handling, resends, b.delayLevels, events);
+        this.orderly = new OrderlyListener(handling, resends, b.retryPolicy.initialDelay(), events);
         this.warnings = List.copyOf(warnings);
     }
 
@@ -127,6 +129,7 @@ public final class IdempotentRocketMQ {
         private @Nullable KeyExtractor keyExtractor;
         private @Nullable MessageHandler handler;
         private RetryPolicy retryPolicy = RetryPolicy.defaults();
+        private FailureClassifier classifier = FailureClassifier.standard();
         private DelayLevels delayLevels = DelayLevels.rocketmqDefault();
         private @Nullable MQProducer producer;
         private @Nullable String namespace;
@@ -154,6 +157,16 @@ public final class IdempotentRocketMQ {
         /** Backoff and attempt bound of retried messages. Default {@link RetryPolicy#defaults()}. */
         public Builder retryPolicy(RetryPolicy retryPolicy) {
             this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
+            return this;
+        }
+
+        /**
+         * What a handler's exception stands for (a store that cannot be reached, a rejection, a failure), for a
+         * framework whose exceptions the standard classifier does not know (e.g. Spring's). Default {@link
+         * FailureClassifier#standard()}.
+         */
+        public Builder classifier(FailureClassifier classifier) {
+            this.classifier = Objects.requireNonNull(classifier, "classifier");
             return this;
         }
 

@@ -7,7 +7,9 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Reads the idempotency key of a message. A {@code null} or blank key, or an exception thrown here, makes the message
- * {@code REJECTED} (dead-lettered with the reason): a message is never handled without a key.
+ * {@code REJECTED} (dead-lettered with the reason): a message is never handled without a key. The key is taken as
+ * {@link dev.idem.spi.KeyBytes#exactText} gives it: a key holding U+FFFD (a producer's bytes that were not UTF-8, which
+ * RocketMQ decodes into it) is {@code REJECTED} too, as two such keys would be taken for one.
  *
  * <p>Which source is safe is in {@code docs/rocketmq.md}: a business key ({@link #keys()}) or a key the producer
  * stamped ({@link #property(String)} with {@link RocketMQProducers#KEY_PROPERTY}) survive every resend; {@link

@@ -1,5 +1,13 @@
 package dev.idem.rocketmq;
 
+import dev.idem.Outcome;
+import dev.idem.spi.Attempts;
+import dev.idem.spi.Verdict;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CharsetDecoder;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -13,6 +21,7 @@ import org.apache.rocketmq.common.UtilAll;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageConst;
+import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /**
@@ -33,7 +42,14 @@ final class Resends {
             MessageConst.PROPERTY_REAL_QUEUE_ID,
             MessageConst.PROPERTY_RECONSUME_TIME,
             MessageConst.PROPERTY_MAX_RECONSUME_TIMES,
-            IdempotentRocketMQ.HANDLER_ATTEMPTS);
+            RedeliveryAttempts.WAITS);
+
+    /** The broker refuses a message whose properties take more bytes than this. */
+    private static final int MAX_PROPERTIES_BYTES = Short.MAX_VALUE;
+    /** What the client and the broker add to a copy's properties on its way (cluster name, flags). */
+    private static final int ADDED_ON_THE_WAY = 256;
+
+    private static final int MAX_REASON_CHARS = 1000;
 
     private final DefaultMQPushConsumer consumer;
     private final Supplier<MQProducer> producer;
@@ -44,25 +60,24 @@ final class Resends {
     }
 
     /** Stores a copy of {@code message} in {@code %DLQ%<group>} with the dead-letter properties. */
-    boolean deadLetter(MessageExt message, Decision decision) {
+    boolean deadLetter(MessageExt message, Verdict.DeadLetter verdict) {
         Message copy = copy(message, MixAll.getDLQTopic(consumer.getConsumerGroup()));
         MessageAccessor.putProperty(
-                copy,
-                IdempotentRocketMQ.DLQ_REASON,
-                propertyValue(decision.outcome().reason()));
-        MessageAccessor.putProperty(
-                copy, IdempotentRocketMQ.DLQ_OUTCOME, decision.outcome().type().name());
-        MessageAccessor.putProperty(copy, IdempotentRocketMQ.DLQ_ATTEMPTS, Integer.toString(decision.attempt()));
+                copy, IdempotentRocketMQ.DLQ_OUTCOME, verdict.outcome().type().name());
+        MessageAccessor.putProperty(copy, IdempotentRocketMQ.DLQ_ATTEMPTS, Integer.toString(handlerAttempts(verdict)));
+        MessageAccessor.putProperty(copy, IdempotentRocketMQ.DLQ_REASON, reasonThatFits(verdict.reason(), copy));
         return send(copy, message, "dead-letter queue");
     }
 
     /**
-     * Stores a copy in {@code %RETRY%<group>} with {@code delayLevel} and the same reconsume count, so that a key in
-     * progress elsewhere never brings the message nearer to an attempt bound.
+     * Stores a copy in {@code %RETRY%<group>} with {@code delayLevel}, the same reconsume count and the waits of {@code
+     * attempts} ({@link RedeliveryAttempts}), so that a wait never brings the message nearer to an attempt bound.
      */
-    boolean retryUncounted(MessageExt message, int delayLevel) {
+    boolean retryUncounted(MessageExt message, Attempts attempts, int delayLevel) {
         Message copy = copy(message, MixAll.getRetryTopic(consumer.getConsumerGroup()));
         MessageAccessor.setReconsumeTime(copy, Integer.toString(message.getReconsumeTimes()));
+        MessageAccessor.putProperty(
+                copy, RedeliveryAttempts.WAITS, RedeliveryAttempts.waitsValue(message.getReconsumeTimes(), attempts));
         MessageAccessor.setMaxReconsumeTimes(copy, Integer.toString(consumer.getMaxReconsumeTimes()));
         copy.setDelayTimeLevel(delayLevel);
         return send(copy, message, "retry topic");
@@ -84,6 +99,12 @@ final class Resends {
             }
             return false;
         }
+    }
+
+    /** The handler attempts made: those counted, and the one that rejected the message. */
+    private static int handlerAttempts(Verdict.DeadLetter verdict) {
+        int counted = verdict.attempts().failures();
+        return verdict.outcome().type() == Outcome.Type.REJECTED ? counted + 1 : counted;
     }
 
     private boolean send(Message copy, MessageExt original, String where) {
@@ -118,10 +139,32 @@ final class Resends {
         return copy;
     }
 
-    /** RocketMQ separates properties with \u0001 and \u0002: a value must not hold them. */
-    private static String propertyValue(String text) {
-        String clean = text.replace('\u0001', ' ').replace('\u0002', ' ');
-        return clean.length() <= 1000 ? clean : clean.substring(0, 1000) + "...";
+    /**
+     * The reason as a property value of {@code copy}: without RocketMQ's separators (\u0001, \u0002), at most {@value
+     * #MAX_REASON_CHARS} characters, and short enough that the copy's properties stay under the broker's limit, which
+     * refuses the copy on every try otherwise.
+     */
+    private static String reasonThatFits(String reason, Message copy) {
+        String clean = reason.replace('\u0001', ' ').replace('\u0002', ' ');
+        if (clean.length() > MAX_REASON_CHARS) {
+            clean = clean.substring(0, MAX_REASON_CHARS) + "...";
+        }
+        int used = MessageDecoder.messageProperties2String(copy.getProperties()).getBytes(StandardCharsets.UTF_8).length
+                + IdempotentRocketMQ.DLQ_REASON.length()
+                + 2;
+        int room = MAX_PROPERTIES_BYTES - ADDED_ON_THE_WAY - used;
+        byte[] bytes = clean.getBytes(StandardCharsets.UTF_8);
+        if (bytes.length <= room) {
+            return clean;
+        }
+        int cut = Math.max(0, room - 3);
+        // Decoding a prefix drops a character cut in half.
+        CharsetDecoder decoder = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.IGNORE);
+        try {
+            return decoder.decode(ByteBuffer.wrap(bytes, 0, cut)) + (cut > 0 ? "..." : "");
+        } catch (CharacterCodingException e) {
+            throw new IllegalStateException("UTF-8 decoding that ignores malformed input failed", e);
+        }
     }
 
     private void warn(MessageExt message, String where, Exception e) {

@@ -32,6 +32,10 @@ public final class RocketMQProducers {
         if (key.isBlank()) {
             throw new IllegalArgumentException("an idempotency key must not be blank");
         }
+        String separator = PropertySeparatorCheck.problem("the idempotency key", key);
+        if (separator != null) {
+            throw new IllegalArgumentException(separator);
+        }
         String existing = message.getUserProperty(KEY_PROPERTY);
         if (existing != null) {
             if (!existing.equals(key)) {
@@ -64,6 +68,8 @@ public final class RocketMQProducers {
      * an error the application would answer with a new {@code Message} object; each attempt capped ({@code
      * sendMsgMaxTimeoutPerRequest=3000} ms within {@code sendMsgTimeout=10000} ms) so that a retry can follow a lost
      * response (without the cap, the first attempt spends the whole budget and no retry follows). The duplicates these retries may store carry the same key and msgId: the guard drops them.
+     * It also refuses to send a message whose properties (its {@code KEYS}, a stamped key) hold U+0002,
+     * RocketMQ's unescaped property separator: the consumer would read it cut short, two keys as one.
      */
     public static DefaultMQProducer applyRecommendedSettings(DefaultMQProducer producer) {
         producer.setRetryTimesWhenSendFailed(2);
@@ -71,6 +77,7 @@ public final class RocketMQProducers {
         producer.setRetryAnotherBrokerWhenNotStoreOK(true);
         producer.setSendMsgTimeout(10_000);
         producer.setSendMsgMaxTimeoutPerRequest(3000);
+        producer.getDefaultMQProducerImpl().registerCheckForbiddenHook(new PropertySeparatorCheck());
         return producer;
     }
 }

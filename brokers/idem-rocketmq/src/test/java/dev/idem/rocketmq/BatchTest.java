@@ -21,12 +21,16 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 /**
  * Batches ({@code consumeMessageBatchMaxSize}): what is final is acknowledged, only the rest is retried. RocketMQ's
  * own verb for a batch is all or a prefix ({@code ackIndex}); the guarded listener settles the messages in the
  * middle itself (dead-letter copy, uncounted retry copy, counted send-back) and leaves a trailing retry to RocketMQ.
+ * Both tests mostly wait for redeliveries; each has its own topic, group and client instance, so they run at once.
  */
+@Execution(ExecutionMode.CONCURRENT)
 class BatchTest {
     private static final List<String> BODIES = List.of("ok-a", "retry-once", "held", "reject", "ok-b", "retry-tail");
 

@@ -80,9 +80,7 @@ class OrderlyTest {
         List<MessageExt> dead = RocketMQFixture.deadLetters(group);
         assertThat(dead).extracting(RocketMQFixture::body).containsExactly("reject");
         assertThat(dead.get(0).getUserProperty(IdempotentRocketMQ.DLQ_REASON)).isEqualTo("not a valid order");
-        assertThat(dead.get(0).getProperty(IdempotentRocketMQ.HANDLER_ATTEMPTS))
-                .as("the listener's own bookkeeping stays out of the copy")
-                .isNull();
+        assertThat(dead.get(0).getUserProperty(IdempotentRocketMQ.DLQ_ATTEMPTS)).isEqualTo("1");
     }
 
     @Test

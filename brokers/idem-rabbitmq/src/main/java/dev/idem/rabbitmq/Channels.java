@@ -18,6 +18,17 @@ final class Channels {
     }
 
     /**
+     * Returns the unacked deliveries of {@code channel} to their queues by aborting it, unless it is closed already
+     * (then the broker has them back): aborting a channel of a lost connection with automatic recovery would also strike
+     * it, and its consumer, from the recovery, and it would never come back with the connection.
+     */
+    static void giveBack(Channel channel) {
+        if (channel.isOpen()) {
+            abort(channel);
+        }
+    }
+
+    /**
      * Whether a message with {@code properties} can be published on {@code channel}: the client refuses (with an
      * {@code IllegalArgumentException}, after counting the publish for confirms) a content header larger than the
      * connection's {@code frame_max}.

@@ -43,12 +43,19 @@ final class ConsumerChannel implements Consumer {
         });
     }
 
-    /** Opens the channel and subscribes; not once the consumer is stopping (a reopen racing with close). */
+    /**
+     * Opens the channel and subscribes; not once the consumer is stopping (a reopen racing with close), nor when the lost
+     * channel is live again: the connection's automatic recovery brought it back, consumer included (aborting it would
+     * send its shutdown signal here and schedule yet another reopen).
+     */
     synchronized void open() throws IOException {
         if (owner.stopping()) {
             return;
         }
         Channel lost = channel;
+        if (lost != null && lost.isOpen()) {
+            return;
+        }
         if (lost != null) {
             Channels.abort(lost); // also forgets it and its consumer for the connection's automatic recovery
         }
@@ -67,7 +74,10 @@ final class ConsumerChannel implements Consumer {
         }
     }
 
-    /** Opens a new channel after the old one was lost; false if that failed too (try again later). */
+    /**
+     * Opens a new channel after the old one was lost; false if that failed too (try again later). A work queue that no
+     * longer exists stops the consumer, as a cancelled consumer does.
+     */
     boolean reopen() {
         try {
             open();
@@ -76,11 +86,25 @@ final class ConsumerChannel implements Consumer {
                     "consumer of " + owner.processor().topology().workQueue() + ": channel reopened");
             return true;
         } catch (IOException | RuntimeException e) {
+            if (e.getCause() instanceof ShutdownSignalException signal
+                    && signal.getReason() instanceof AMQP.Channel.Close close
+                    && close.getReplyCode() == AMQP.NOT_FOUND) {
+                owner.stopOn(queueDeleted());
+                return false;
+            }
             LOG.log(
                     System.Logger.Level.WARNING,
-                    "consumer of " + owner.processor().topology().workQueue() + ": reopening a channel failed: " + e);
+                    "consumer of " + owner.processor().topology().workQueue() + ": reopening a channel failed: " + e
+                            + (e.getCause() == null ? "" : " (" + e.getCause().getMessage() + ")"));
             return false;
         }
+    }
+
+    private IllegalStateException queueDeleted() {
+        return new IllegalStateException(
+                "the work queue " + owner.processor().topology().workQueue()
+                        + " is gone (deleted?): the broker cancelled its consumer, or a channel cannot subscribe to it again;"
+                        + " declare the queue and restart");
     }
 
     @Override
@@ -109,7 +133,7 @@ final class ConsumerChannel implements Consumer {
                     "consumer of " + owner.processor().topology().workQueue()
                             + ": unexpected failure; the message goes back to the queue with the channel",
                     e);
-            Channels.abort(c);
+            Channels.giveBack(c);
         } catch (Error e) {
             owner.crash(e, this);
         }
@@ -142,8 +166,7 @@ final class ConsumerChannel implements Consumer {
     @Override
     public void handleCancel(String tag) {
         life.incrementAndGet();
-        owner.stopOn(new IllegalStateException("the broker cancelled the consumer of "
-                + owner.processor().topology().workQueue() + " (queue deleted?); declare the queue and restart"));
+        owner.stopOn(queueDeleted());
         Channel c = channel;
         if (c != null) {
             Channels.abort(c);

@@ -8,43 +8,50 @@ import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyListener;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
+import dev.idem.spi.Attempts;
+import dev.idem.spi.DeliveryDecision;
+import dev.idem.spi.FailureClassifier;
+import dev.idem.spi.Verdict;
 import java.io.IOException;
 import java.io.InterruptedIOException;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
 /**
- * What happens to one delivery of the work queue: read its key, run the guarded handler, and turn the {@link Outcome}
- * into the broker's verb on the channel the delivery came on (consumed with manual acks).
+ * What happens to one delivery of the work queue: read its key, run the guarded handler, and turn the {@link Verdict}
+ * of the {@link DeliveryDecision} (the one every Idem adapter follows) into the broker's verb on the channel the
+ * delivery came on (consumed with manual acks).
  *
  * <ul>
- *   <li>{@code PROCESSED}, {@code DUPLICATE}: {@code basic.ack}.
- *   <li>{@code FAILED}, {@code OUT_OF_ORDER}: one more attempt is counted in header {@value #ATTEMPTS_HEADER}; the
- *       message is published to the retry queue with the {@link RetryPolicy} backoff as its per-message TTL, and once
- *       the broker confirmed that copy, the delivery is acked. When the TTL ends the retry queue dead-letters it back
- *       to the work queue. After {@code maxAttempts} attempts the message is dead-lettered instead.
- *   <li>{@code IN_PROGRESS}: the same way back through the retry queue, after the outcome's {@code retryAfter} (the
- *       holder's lease, capped by the policy's {@code maxDelay}), but never counted as an attempt and never
- *       dead-lettered by the bound: the key is held elsewhere or the store is down, and waiting is right.
- *   <li>{@code REJECTED}, a missing or unreadable key: published to the dead-letter exchange with the reason in
- *       headers ({@value #DLQ_REASON}, {@value #DLQ_OUTCOME}, {@value #DLQ_ATTEMPTS}, {@value #DLQ_QUEUE}, {@value
- *       #DLQ_EXCHANGE}, {@value #DLQ_ROUTING_KEY}); acked once the broker confirmed the dead letter.
+ *   <li>{@link Verdict.Ack} ({@code PROCESSED}, {@code DUPLICATE}): {@code basic.ack}.
+ *   <li>{@link Verdict.Retry} ({@code FAILED}, {@code OUT_OF_ORDER}: counted in header {@value #ATTEMPTS_HEADER};
+ *       {@code IN_PROGRESS}, a store or database that cannot be reached: waits, never counted): the message is
+ *       published to the retry queue with the decision's delay as its per-message TTL, and once the broker confirmed
+ *       that copy, the delivery is acked. When the TTL ends the retry queue dead-letters it back to the work queue.
+ *   <li>{@link Verdict.DeadLetter} ({@code REJECTED}, a count past the policy's bound, a missing or unreadable key):
+ *       published to the dead-letter exchange with the reason in headers ({@value #DLQ_REASON}, {@value #DLQ_OUTCOME},
+ *       {@value #DLQ_ATTEMPTS}, {@value #DLQ_QUEUE}, {@value #DLQ_EXCHANGE}, {@value #DLQ_ROUTING_KEY}); acked once the
+ *       broker confirmed the dead letter.
  * </ul>
+ *
+ * <p>What a copy keeps of the delivery's headers is {@link CopyProperties}'s rule: never the broker's routing headers
+ * ({@code CC}, {@code BCC}), and a retry copy never the dead-letter history ({@code x-death}) that would make the broker
+ * drop it as a cycle. Before its first retry copy the processor checks that the retry queue has the arguments that
+ * bring a copy back ({@link RabbitTopology#verify}); when it has not, the copy is not published.
  *
  * <p>The copy (retry or dead letter) is always confirmed before the delivery is acked, so a message is never lost
  * between the two; a crash in between leaves both, and the guard answers {@code DUPLICATE} to the extra copy. When the
- * copy is not confirmed (timeout, nack, returned as unroutable, channel closed), the channel is aborted, which returns
- * every unacked delivery on it to the work queue, and {@link #process} throws: the host reopens the channel after a
- * pause, so a topology that cannot take the copy does not turn into a redelivery loop without delay.
+ * copy is not confirmed (timeout, nack, returned as unroutable, channel closed) or cannot be placed, the channel is
+ * aborted, which returns every unacked delivery on it to the work queue, and {@link #process} throws: the host reopens
+ * the channel after a pause, so a topology that cannot take the copy does not turn into a redelivery loop without
+ * delay.
  *
  * <p>A copy must fit in one frame ({@code frame_max}) with its headers: the reason is cut to 1,000 characters, a retry
  * copy that would not fit is dead-lettered instead, and a dead letter that would not fit drops the message's own
- * headers and says so in its reason. The attempt count is read from a header anyone can set: it is never taken as
- * negative or beyond {@code Integer.MAX_VALUE - 1}.
+ * headers and says so in its reason.
  *
  * <p>Hosting it in another container: consume with manual acks, call {@link #process} for each delivery on the
  * delivery's own channel, and never from two threads for one channel at a time. The channel is put in confirm mode
@@ -61,8 +68,6 @@ public final class DeliveryProcessor {
     public static final String DLQ_EXCHANGE = "idem-dlq-exchange";
     public static final String DLQ_ROUTING_KEY = "idem-dlq-routing-key";
 
-    private static final Set<String> DLQ_HEADERS =
-            Set.of(DLQ_REASON, DLQ_OUTCOME, DLQ_ATTEMPTS, DLQ_QUEUE, DLQ_EXCHANGE, DLQ_ROUTING_KEY);
     /** A reason longer than this is cut: the whole content header of a copy must fit in one frame. */
     private static final int MAX_REASON = 1_000;
 
@@ -71,15 +76,17 @@ public final class DeliveryProcessor {
     private final RabbitTopology topology;
     private final KeyExtractor keyExtractor;
     private final @Nullable MessageHandler handler;
-    private final RetryPolicy retryPolicy;
+    private final DeliveryDecision decision;
     private final Duration confirmTimeout;
     private final RabbitEvents events;
+    /** Set once the retry queue was seen to bring copies back; checked again until then. */
+    private volatile boolean retryQueueVerified;
 
     private DeliveryProcessor(Builder b) {
         this.topology = b.topology;
         this.keyExtractor = b.keyExtractor;
         this.handler = b.handler;
-        this.retryPolicy = b.retryPolicy;
+        this.decision = DeliveryDecision.of(b.retryPolicy, b.classifier);
         this.confirmTimeout = b.confirmTimeout;
         this.events = new RabbitEvents(b.listener, topology.workQueue());
     }
@@ -100,8 +107,7 @@ public final class DeliveryProcessor {
      *     goes back to the work queue (the broker redelivers it)
      */
     public Outcome process(Channel channel, Delivery message) throws IOException {
-        int failures = failuresSoFar(message);
-        int attempt = failures + 1;
+        Attempts before = CopyProperties.attemptsOf(message.getProperties(), topology.retryQueue());
         String key;
         try {
             key = keyExtractor.extract(message);
@@ -110,26 +116,21 @@ public final class DeliveryProcessor {
                     "idempotency key unreadable from " + keyExtractor.describe() + ": "
                             + e.getClass().getName() + ": " + e.getMessage(),
                     e);
-            deadLetter(channel, message, null, rejected, attempt, true);
+            settle(channel, message, null, decision.decide(rejected, before), before, true);
             return rejected;
         }
         if (key == null || key.isBlank()) {
             Outcome rejected = Outcome.rejected("no idempotency key: " + keyExtractor.describe()
                     + " is missing or blank; the producer must set it before the first publish (RabbitPublisher)");
-            deadLetter(channel, message, null, rejected, attempt, true);
+            settle(channel, message, null, decision.decide(rejected, before), before, true);
             return rejected;
         }
-        Outcome outcome = runHandler(key, message);
-        LOG.log(System.Logger.Level.DEBUG, () -> topology.workQueue() + " attempt " + attempt + ": " + outcome);
-        switch (outcome.action()) {
-            case ACK -> {
-                ack(channel, message);
-                events.committed(key, outcome, attempt);
-            }
-            case DEAD_LETTER -> deadLetter(channel, message, key, outcome, attempt, true);
-            case RETRY -> retry(channel, message, key, outcome, failures, true);
-        }
-        return outcome;
+        Verdict verdict = runHandler(key, message, before);
+        LOG.log(
+                System.Logger.Level.DEBUG,
+                () -> topology.workQueue() + " attempt " + attemptNumber(before) + ": " + verdict);
+        settle(channel, message, key, verdict, before, true);
+        return verdict.outcome();
     }
 
     /**
@@ -144,103 +145,112 @@ public final class DeliveryProcessor {
      */
     public void settleWithoutAck(Channel channel, Delivery message, @Nullable String key, Outcome outcome)
             throws IOException {
-        int failures = failuresSoFar(message);
-        switch (outcome.action()) {
-            case ACK -> {}
-            case DEAD_LETTER -> deadLetter(channel, message, key, outcome, failures + 1, false);
-            case RETRY -> retry(channel, message, key, outcome, failures, false);
-        }
+        Attempts before = CopyProperties.attemptsOf(message.getProperties(), topology.retryQueue());
+        settle(channel, message, key, decision.decide(outcome, before), before, false);
     }
 
-    private Outcome runHandler(String key, Delivery message) {
+    /**
+     * {@link #settleWithoutAck(Channel, Delivery, String, Outcome)} for a handling that threw {@code thrown}, classified
+     * by the processor's {@link FailureClassifier} (e.g. a database that cannot be reached: a wait, never counted).
+     */
+    public void settleWithoutAck(Channel channel, Delivery message, @Nullable String key, Throwable thrown)
+            throws IOException {
+        Attempts before = CopyProperties.attemptsOf(message.getProperties(), topology.retryQueue());
+        settle(channel, message, key, decision.decide(thrown, before), before, false);
+    }
+
+    private Verdict runHandler(String key, Delivery message, Attempts before) {
         MessageHandler h = handler;
         if (h == null) {
             throw new IllegalStateException("this DeliveryProcessor was built without a handler: it only settles"
                     + " (settleWithoutAck); build it with .handler(...).build() to process deliveries");
         }
+        Outcome outcome;
         try {
-            return Objects.requireNonNull(h.handle(key, message), "a handler must return an Outcome, not null");
+            outcome = h.handle(key, message);
         } catch (Exception e) {
-            return Outcome.ofException(e);
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            return decision.decide(e, before);
+        }
+        if (outcome == null) { // a bug in the handler, counted like a failure so that it ends in a dead letter
+            outcome = Outcome.failed("the handler returned null: a handler must return an Outcome, not null", null);
+        }
+        return decision.decide(outcome, before);
+    }
+
+    private void settle(
+            Channel channel, Delivery message, @Nullable String key, Verdict verdict, Attempts before, boolean ack)
+            throws IOException {
+        if (verdict instanceof Verdict.Retry retry) {
+            retry(channel, message, key, retry, before, ack);
+        } else if (verdict instanceof Verdict.DeadLetter dead) {
+            deadLetter(channel, message, key, dead.outcome(), before, ack);
+        } else if (ack) {
+            ack(channel, message);
+            events.committed(key, verdict.outcome(), attemptNumber(before));
         }
     }
 
     private void retry(
-            Channel channel, Delivery message, @Nullable String key, Outcome outcome, int failures, boolean ack)
+            Channel channel, Delivery message, @Nullable String key, Verdict.Retry retry, Attempts before, boolean ack)
             throws IOException {
-        boolean handlersOwn = outcome.type() != Outcome.Type.IN_PROGRESS;
-        int attempt = failures + 1;
-        if (handlersOwn && retryPolicy.exhausted(attempt)) {
-            deadLetter(
-                    channel,
-                    message,
-                    key,
-                    outcome.withReason("gave up after " + attempt + " attempts; last: " + outcome.reason()),
-                    attempt,
-                    ack);
-            return;
-        }
-        Duration delay = handlersOwn ? backoff(outcome, attempt) : waitForHolder(outcome);
-        Map<String, Object> headers = headersOf(message);
-        headers.put(ATTEMPTS_HEADER, handlersOwn ? attempt : failures);
-        AMQP.BasicProperties copy = copyOf(message.getProperties())
-                .headers(headers)
-                .expiration(Long.toString(delay.toMillis()))
-                .build();
+        AMQP.BasicProperties copy = CopyProperties.retryCopy(message.getProperties(), retry.attempts(), retry.delay());
         if (!Channels.fitsInOneFrame(channel, copy, message.getBody().length)) {
             deadLetter(
                     channel,
                     message,
                     key,
-                    outcome.withReason("no retry copy possible, its headers exceed the connection's frame_max; last: "
-                            + outcome.reason()),
-                    attempt,
+                    retry.outcome()
+                            .withReason("no retry copy possible, its headers exceed the connection's frame_max; last: "
+                                    + retry.outcome().reason()),
+                    before,
                     ack);
             return;
         }
+        requireRetryQueueBringsCopiesBack(channel);
         publishThenAck(channel, message, "", topology.retryQueue(), copy, "retry copy", ack);
-        events.retryScheduled(key, outcome, attempt, delay, topology.retryQueue());
+        events.retryScheduled(key, retry.outcome(), attemptNumber(before), retry.delay(), topology.retryQueue());
     }
 
-    /** The policy's backoff, but never later than the outcome's own {@code retryAfter}. */
-    private Duration backoff(Outcome outcome, int attempt) {
-        Duration backoff = retryPolicy.delayAfter(attempt);
-        return outcome.retryAfter()
-                .filter(after -> after.compareTo(backoff) < 0)
-                .orElse(backoff);
-    }
-
-    /** Until the holder's lease ends, within the policy's initial and maximum delay. */
-    private Duration waitForHolder(Outcome outcome) {
-        Duration after = outcome.retryAfter().orElse(retryPolicy.initialDelay());
-        if (after.compareTo(retryPolicy.initialDelay()) < 0) {
-            return retryPolicy.initialDelay();
+    /** A retry queue without its dead-letter arguments confirms every copy and discards it when its TTL ends. */
+    private void requireRetryQueueBringsCopiesBack(Channel channel) throws IOException {
+        if (retryQueueVerified) {
+            return;
         }
-        return after.compareTo(retryPolicy.maxDelay()) > 0 ? retryPolicy.maxDelay() : after;
+        try {
+            topology.verifyRetryQueue(channel.getConnection());
+        } catch (ConfigurationException | IOException | ShutdownSignalException e) {
+            giveBack(channel);
+            throw new IOException(
+                    topology.workQueue() + ": no retry copy published, the message goes back to the queue: "
+                            + e.getMessage(),
+                    e);
+        }
+        retryQueueVerified = true;
     }
 
     private void deadLetter(
-            Channel channel, Delivery message, @Nullable String key, Outcome outcome, int attempt, boolean ack)
+            Channel channel, Delivery message, @Nullable String key, Outcome outcome, Attempts before, boolean ack)
             throws IOException {
-        Map<String, Object> headers = headersOf(message);
-        headers.put(DLQ_REASON, cut(outcome.reason()));
-        headers.put(DLQ_OUTCOME, outcome.type().name());
-        headers.put(DLQ_ATTEMPTS, attempt);
-        headers.put(DLQ_QUEUE, topology.workQueue());
-        headers.put(DLQ_EXCHANGE, message.getEnvelope().getExchange());
-        headers.put(DLQ_ROUTING_KEY, message.getEnvelope().getRoutingKey());
-        AMQP.BasicProperties copy =
-                copyOf(message.getProperties()).headers(headers).build();
+        int attempt = attemptNumber(before);
+        Map<String, Object> reason = new HashMap<>();
+        reason.put(DLQ_REASON, cut(outcome.reason()));
+        reason.put(DLQ_OUTCOME, outcome.type().name());
+        reason.put(DLQ_ATTEMPTS, attempt);
+        reason.put(DLQ_QUEUE, topology.workQueue());
+        reason.put(DLQ_EXCHANGE, message.getEnvelope().getExchange());
+        reason.put(DLQ_ROUTING_KEY, message.getEnvelope().getRoutingKey());
+        AMQP.BasicProperties copy = CopyProperties.deadLetter(message.getProperties(), reason, true);
         if (!Channels.fitsInOneFrame(channel, copy, message.getBody().length)) {
-            Map<String, Object> ours = new HashMap<>(headers);
-            ours.keySet().retainAll(DLQ_HEADERS);
-            ours.put(
+            reason.put(
                     DLQ_REASON,
                     cut(outcome.reason()) + " (the message's own headers were dropped from this dead letter: with them"
                             + " it exceeds the connection's frame_max of "
                             + channel.getConnection().getFrameMax()
                             + " bytes)");
-            copy = copyOf(message.getProperties()).headers(ours).build();
+            copy = CopyProperties.deadLetter(message.getProperties(), reason, false);
         }
         publishThenAck(channel, message, topology.deadLetterExchange(), topology.workQueue(), copy, "dead letter", ack);
         LOG.log(
@@ -290,7 +300,7 @@ public final class DeliveryProcessor {
      * cannot be placed. The host reopens the channel after a pause.
      */
     private static void giveBack(Channel channel) {
-        Channels.abort(channel);
+        Channels.giveBack(channel);
     }
 
     private static void ack(Channel channel, Delivery message) throws IOException {
@@ -302,56 +312,13 @@ public final class DeliveryProcessor {
         }
     }
 
+    /** The attempt this delivery is: one more than the handler's failures before it. */
+    private static int attemptNumber(Attempts before) {
+        return before.failures() == Integer.MAX_VALUE ? Integer.MAX_VALUE : before.failures() + 1;
+    }
+
     private static String cut(String reason) {
         return reason.length() <= MAX_REASON ? reason : reason.substring(0, MAX_REASON) + "...";
-    }
-
-    private static int failuresSoFar(Delivery message) {
-        Map<String, Object> headers = message.getProperties().getHeaders();
-        Object value = headers == null ? null : headers.get(ATTEMPTS_HEADER);
-        if (value instanceof Number n) {
-            return clampFailures(n.longValue());
-        }
-        if (value != null) {
-            try {
-                return clampFailures(Long.parseLong(value.toString().trim()));
-            } catch (NumberFormatException e) {
-                return 0;
-            }
-        }
-        return 0;
-    }
-
-    /** A count from a header anyone can set: never negative, and one more attempt must still be an int. */
-    private static int clampFailures(long failures) {
-        return (int) Math.max(0, Math.min(failures, Integer.MAX_VALUE - 1L));
-    }
-
-    /** The message's headers for a copy, without the quorum queue's {@code x-delivery-count} of this delivery. */
-    private static Map<String, Object> headersOf(Delivery message) {
-        Map<String, Object> headers = message.getProperties().getHeaders();
-        Map<String, Object> copy = headers == null ? new HashMap<>() : new HashMap<>(headers);
-        copy.remove("x-delivery-count");
-        return copy;
-    }
-
-    /**
-     * The message's properties for a copy: all but {@code user-id} (the broker refuses a publish whose user-id is not
-     * the publishing connection's user) and {@code expiration} (the copy's own TTL is set by the caller).
-     */
-    private static AMQP.BasicProperties.Builder copyOf(AMQP.BasicProperties p) {
-        return new AMQP.BasicProperties.Builder()
-                .contentType(p.getContentType())
-                .contentEncoding(p.getContentEncoding())
-                .deliveryMode(p.getDeliveryMode())
-                .priority(p.getPriority())
-                .correlationId(p.getCorrelationId())
-                .replyTo(p.getReplyTo())
-                .messageId(p.getMessageId())
-                .timestamp(p.getTimestamp())
-                .type(p.getType())
-                .appId(p.getAppId())
-                .clusterId(p.getClusterId());
     }
 
     /** Builds a {@link DeliveryProcessor}. Each setter validates its value at once. */
@@ -360,6 +327,7 @@ public final class DeliveryProcessor {
         private KeyExtractor keyExtractor = KeyExtractor.messageId();
         private @Nullable MessageHandler handler;
         private RetryPolicy retryPolicy = RetryPolicy.defaults();
+        private FailureClassifier classifier = FailureClassifier.standard();
         private Duration confirmTimeout = Duration.ofSeconds(10);
         private IdempotencyListener listener = IdempotencyListener.NONE;
 
@@ -382,6 +350,16 @@ public final class DeliveryProcessor {
         /** Backoff and bound for retried messages. Default {@link RetryPolicy#defaults()} (10 attempts). */
         public Builder retryPolicy(RetryPolicy retryPolicy) {
             this.retryPolicy = Objects.requireNonNull(retryPolicy, "retryPolicy");
+            return this;
+        }
+
+        /**
+         * How a thrown exception is classified ({@link FailureClassifier}): a host teaches it its framework's exceptions
+         * (e.g. Spring's {@code CannotCreateTransactionException} as a database that cannot be reached). Default {@link
+         * FailureClassifier#standard()}.
+         */
+        public Builder classifier(FailureClassifier classifier) {
+            this.classifier = Objects.requireNonNull(classifier, "classifier");
             return this;
         }
 

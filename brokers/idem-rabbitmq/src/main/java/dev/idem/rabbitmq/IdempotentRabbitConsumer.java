@@ -6,6 +6,7 @@ import com.rabbitmq.client.ShutdownSignalException;
 import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyListener;
 import dev.idem.RetryPolicy;
+import dev.idem.spi.FailureClassifier;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -83,7 +84,8 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
     /**
      * Declares or verifies the topology, then opens the channels and starts consuming.
      *
-     * @throws ConfigurationException when the topology is missing (and not declared by this consumer)
+     * @throws ConfigurationException when the topology is missing or its retry queue would not bring a copy back (and
+     *     it is not declared by this consumer): see {@link RabbitTopology#verify}
      * @throws IOException when the broker refused a channel, the declarations or the subscription
      */
     public IdempotentRabbitConsumer start() throws IOException {
@@ -287,6 +289,15 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
             return this;
         }
 
+        /**
+         * How a thrown exception is classified: a store or database that cannot be reached waits, uncounted; see {@link
+         * FailureClassifier}. Default {@link FailureClassifier#standard()}.
+         */
+        public Builder classifier(FailureClassifier classifier) {
+            processor.classifier(classifier);
+            return this;
+        }
+
         /** How long to wait for the broker to confirm a retry copy or a dead letter. Default 10 s. */
         public Builder confirmTimeout(Duration timeout) {
             processor.confirmTimeout(timeout);
@@ -318,8 +329,8 @@ public final class IdempotentRabbitConsumer implements AutoCloseable {
         }
 
         /**
-         * Declare the topology at {@link #start()} ({@link RabbitTopology#declare}). Default false: only verify that
-         * it exists.
+         * Declare the topology at {@link #start()} ({@link RabbitTopology#declare}). Default false: only verify it
+         * ({@link RabbitTopology#verify}: it exists, and the retry queue has the arguments that bring a copy back).
          */
         public Builder declareTopology(boolean declare) {
             this.declareTopology = declare;

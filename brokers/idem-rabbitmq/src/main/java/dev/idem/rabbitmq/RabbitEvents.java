@@ -23,7 +23,7 @@ final class RabbitEvents {
         this.queue = queue;
     }
 
-    void committed(String key, Outcome outcome, int attempt) {
+    void committed(@Nullable String key, Outcome outcome, int attempt) {
         tell(IdempotencyEvent.Type.COMMITTED, key, outcome, attempt, "acked");
     }
 

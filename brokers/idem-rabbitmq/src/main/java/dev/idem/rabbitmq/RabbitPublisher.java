@@ -8,6 +8,7 @@ import dev.idem.ConfigurationException;
 import dev.idem.RetryLaterException;
 import dev.idem.RetryPolicy;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.concurrent.TimeoutException;
@@ -34,6 +35,8 @@ import org.jspecify.annotations.Nullable;
  */
 public final class RabbitPublisher implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(RabbitPublisher.class.getName());
+    /** AMQP's {@code message-id} is a short string. */
+    private static final int MAX_MESSAGE_ID_BYTES = 255;
 
     private final ConnectionFactory factory;
     private final Duration confirmTimeout;
@@ -97,6 +100,11 @@ public final class RabbitPublisher implements AutoCloseable {
             } catch (IOException e) {
                 last = e;
                 warnAndAbandon(messageId, attempt, e);
+            } catch (RuntimeException e) {
+                // properties the client cannot encode: it counted the publish for confirms before refusing it, so the
+                // channel would wait for a confirm that never comes
+                abandonConnection();
+                throw e;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 abandonConnection();
@@ -127,6 +135,12 @@ public final class RabbitPublisher implements AutoCloseable {
         Objects.requireNonNull(messageId, "messageId");
         if (messageId.isBlank()) {
             throw new IllegalArgumentException("a message id must not be blank");
+        }
+        int bytes = messageId.getBytes(StandardCharsets.UTF_8).length;
+        if (bytes > MAX_MESSAGE_ID_BYTES) {
+            throw new IllegalArgumentException("a message id must be at most " + MAX_MESSAGE_ID_BYTES
+                    + " bytes of UTF-8 (an AMQP short string), got " + bytes + ": use a shorter id, or carry the key"
+                    + " in a header and consume with KeyExtractor.header(name)");
         }
         String existing = properties.getMessageId();
         if (existing != null && !existing.equals(messageId)) {

@@ -1,11 +1,13 @@
 package dev.idem.rabbitmq;
 
+import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.BuiltinExchangeType;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ShutdownSignalException;
 import dev.idem.ConfigurationException;
 import java.io.IOException;
-import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -23,9 +25,9 @@ import java.util.Objects;
  *       ({@code payments.dlq}): rejected messages, with the reason in their headers.
  * </ul>
  *
- * <p>{@link #declare(Channel)} declares all four (durable, quorum queues); {@link #verify(Connection)} only checks
- * that they exist, for topologies declared by an operator or a deployment tool with the same arguments. Immutable and
- * thread-safe.
+ * <p>{@link #declare(Channel)} declares all four (durable, quorum queues); {@link #verify(Connection)} checks that they
+ * exist and that the retry queue has the arguments that bring a copy back, for topologies declared by an operator or a
+ * deployment tool. Immutable and thread-safe.
  */
 public final class RabbitTopology {
     private final String workQueue;
@@ -79,23 +81,20 @@ public final class RabbitTopology {
                 false,
                 false,
                 Map.of("x-queue-type", "quorum", "x-dead-letter-exchange", deadLetterExchange));
-        Map<String, Object> retryArgs = new HashMap<>();
-        retryArgs.put("x-queue-type", "quorum");
-        retryArgs.put("x-dead-letter-exchange", "");
-        retryArgs.put("x-dead-letter-routing-key", workQueue);
-        retryArgs.put("x-dead-letter-strategy", "at-least-once");
-        retryArgs.put("x-overflow", "reject-publish");
-        channel.queueDeclare(retryQueue, true, false, false, retryArgs);
+        channel.queueDeclare(retryQueue, true, false, false, retryQueueArguments());
     }
 
     /**
-     * Checks that the queues and the exchange exist (passive declarations, each on a channel of its own).
+     * Checks that the queues and the exchange exist (passive declarations, each on a channel of its own), and that the
+     * retry queue brings a copy back: it must be declared with the arguments {@link #declare} gives it (checked by
+     * declaring it again with them, which creates nothing, and which needs the configure permission on it). A retry
+     * queue without {@code x-dead-letter-exchange} / {@code x-dead-letter-routing-key} takes every copy and discards it
+     * when its TTL ends. Arguments set by a policy are not seen: set them on the queue.
      *
-     * @throws ConfigurationException naming what is missing and how to create it
+     * @throws ConfigurationException naming what is missing or wrong and how to fix it
      */
     public void verify(Connection connection) throws IOException {
         requireQueue(connection, workQueue);
-        requireQueue(connection, retryQueue);
         requireQueue(connection, deadLetterQueue);
         try (Channel channel = connection.createChannel()) {
             channel.exchangeDeclarePassive(deadLetterExchange);
@@ -104,6 +103,47 @@ public final class RabbitTopology {
         } catch (java.util.concurrent.TimeoutException e) {
             throw new IOException("closing the channel used to check " + deadLetterExchange + " timed out", e);
         }
+        verifyRetryQueue(connection);
+    }
+
+    /** The retry queue part of {@link #verify}: it exists, with the arguments that bring a copy back. */
+    void verifyRetryQueue(Connection connection) throws IOException {
+        requireQueue(connection, retryQueue);
+        try (Channel channel = connection.createChannel()) {
+            channel.queueDeclare(retryQueue, true, false, false, retryQueueArguments());
+        } catch (IOException e) {
+            throw new ConfigurationException(
+                    "queue '" + retryQueue + "', the retry queue of the guarded consumer of '" + workQueue + "', is not"
+                            + " declared with the arguments that bring a retry copy back to '" + workQueue + "' (the"
+                            + " broker: " + brokerReply(e) + "). It must be durable with " + retryQueueArguments()
+                            + "; without x-dead-letter-exchange and x-dead-letter-routing-key every retry copy is"
+                            + " discarded when its TTL ends. Delete it once empty and declare the topology with"
+                            + " RabbitTopology.declare(channel) or IdempotentRabbitConsumer.Builder.declareTopology(true),"
+                            + " or as docs/rabbitmq.md describes (as queue arguments: a policy is not seen); a user"
+                            + " without the configure permission on it cannot run this check",
+                    e);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IOException("closing the channel used to check " + retryQueue + " timed out", e);
+        }
+    }
+
+    /** What makes the retry queue work: dead-letter at its TTL's end to the work queue, at least once. */
+    private Map<String, Object> retryQueueArguments() {
+        Map<String, Object> args = new LinkedHashMap<>();
+        args.put("x-queue-type", "quorum");
+        args.put("x-dead-letter-exchange", "");
+        args.put("x-dead-letter-routing-key", workQueue);
+        args.put("x-dead-letter-strategy", "at-least-once");
+        args.put("x-overflow", "reject-publish");
+        return args;
+    }
+
+    private static String brokerReply(IOException e) {
+        if (e.getCause() instanceof ShutdownSignalException signal
+                && signal.getReason() instanceof AMQP.Channel.Close close) {
+            return close.getReplyText();
+        }
+        return String.valueOf(e.getMessage());
     }
 
     private void requireQueue(Connection connection, String queue) throws IOException {

@@ -9,7 +9,9 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
+import dev.idem.RetryPolicy;
 import dev.idem.testsupport.TestServers;
+import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -159,6 +161,41 @@ class ConsumerBehaviourTest {
                 assertThat(consumer.isRunning()).isTrue();
             }
             assertThat(queues.depth(queues.queue())).isZero();
+        }
+    }
+
+    /**
+     * The work queue is deleted while a channel the broker closed waits to be reopened (no consumer is left on it to
+     * be cancelled): the consumer stops and says why, as when its consumer is cancelled, instead of running on with no
+     * channel and failing to reopen it every pause.
+     */
+    @Test
+    void workQueueDeletedWhileAChannelWaitsToBeReopened_theConsumerStopsAndSaysWhy() throws Exception {
+        try (RabbitFixture.Queues queues = RabbitFixture.queues("deletedreopen");
+                Connection connection = RabbitFixture.connect()) {
+            try (var consumer = IdempotentRabbitConsumer.builder(connection, queues.topology)
+                    .retryPolicy(RetryPolicy.builder()
+                            .initialDelay(Duration.ofSeconds(2))
+                            .maxDelay(Duration.ofSeconds(2))
+                            .build())
+                    .handler((key, message) -> Outcome.rejected("amount is negative"))
+                    .build()
+                    .start()) {
+                try (Channel admin = queues.admin.createChannel()) {
+                    admin.exchangeDelete(queues.topology.deadLetterExchange());
+                }
+                queues.publish("bad-1", "x");
+                await().atMost(WAIT).until(() -> queues.depth(queues.queue()) == 1); // channel closed (404)
+                try (Channel admin = queues.admin.createChannel()) {
+                    admin.queueDelete(queues.queue());
+                }
+                await().atMost(Duration.ofSeconds(20)).until(() -> !consumer.isRunning());
+                assertThat(consumer.failure())
+                        .get()
+                        .asString()
+                        .contains(queues.queue())
+                        .contains("declare");
+            }
         }
     }
 

@@ -23,15 +23,20 @@ import java.util.concurrent.TimeoutException;
 final class RabbitFixture {
     static final Duration WAIT = Duration.ofSeconds(60);
     /** Retry a message every 100 ms, for up to 30 s. */
-    static final RetryPolicy FAST_RETRY = RetryPolicy.builder()
-            .initialDelay(Duration.ofMillis(100))
-            .multiplier(1.0)
-            .maxDelay(Duration.ofMillis(100))
-            .maxAttempts(300)
-            .jitter(0.0)
-            .build();
+    static final RetryPolicy FAST_RETRY = steadyRetry(Duration.ofMillis(100), 300);
 
     private RabbitFixture() {}
+
+    /** Retries {@code attempts} times, every {@code delay} exactly (no growth, no jitter). */
+    static RetryPolicy steadyRetry(Duration delay, int attempts) {
+        return RetryPolicy.builder()
+                .initialDelay(delay)
+                .multiplier(1.0)
+                .maxDelay(delay)
+                .maxAttempts(attempts)
+                .jitter(0.0)
+                .build();
+    }
 
     static URI uri() {
         return URI.create(TestServers.rabbitmq().url());
@@ -68,6 +73,31 @@ final class RabbitFixture {
     /** A declared topology with a unique work queue name; {@link Queues#close()} deletes it. */
     static Queues queues(String name) {
         return new Queues(RabbitTopology.forQueue(TestServers.uniquePrefix(name)));
+    }
+
+    /** The work queue's type: what {@link RabbitTopology#declare} makes, or a classic queue an operator declared. */
+    enum WorkQueue {
+        QUORUM,
+        CLASSIC
+    }
+
+    /** {@link #queues(String)} with a work queue of {@code type} (still dead-lettering to the topology's exchange). */
+    static Queues queues(String name, WorkQueue type) {
+        Queues queues = queues(name + type.name().toLowerCase(java.util.Locale.ROOT));
+        if (type == WorkQueue.CLASSIC) {
+            try (Channel channel = queues.admin.createChannel()) {
+                channel.queueDelete(queues.queue());
+                channel.queueDeclare(
+                        queues.queue(),
+                        true,
+                        false,
+                        false,
+                        java.util.Map.of("x-dead-letter-exchange", queues.topology.deadLetterExchange()));
+            } catch (IOException | TimeoutException e) {
+                throw new IllegalStateException("declaring the classic work queue " + queues.queue() + " failed", e);
+            }
+        }
+        return queues;
     }
 
     /** The topology of one test on one admin connection; deleted on close. */

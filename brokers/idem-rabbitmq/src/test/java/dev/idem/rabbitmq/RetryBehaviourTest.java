@@ -13,6 +13,7 @@ import dev.idem.Guard;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
+import dev.idem.spi.FailureClassifier;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
@@ -27,13 +28,7 @@ import org.junit.jupiter.api.Test;
 /** How retries are counted, delayed and bounded, and that a copy is confirmed before the delivery is acked. */
 class RetryBehaviourTest {
     /** Two attempts only, so that any attempt-bound dead-lettering would show at once. */
-    static final RetryPolicy TWO_ATTEMPTS = RetryPolicy.builder()
-            .initialDelay(Duration.ofMillis(50))
-            .multiplier(1.0)
-            .maxDelay(Duration.ofMillis(50))
-            .maxAttempts(2)
-            .jitter(0.0)
-            .build();
+    static final RetryPolicy TWO_ATTEMPTS = RabbitFixture.steadyRetry(Duration.ofMillis(50), 2);
 
     @Test
     void inProgress_isRetriedBeyondMaxAttempts_neverDeadLettered_andFinishesAsDuplicate() throws Exception {
@@ -77,6 +72,41 @@ class RetryBehaviourTest {
         }
     }
 
+    /** An application's own "database down" exception, which only its classifier knows. */
+    static final class LedgerDownException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        LedgerDownException() {
+            super("ledger service unreachable");
+        }
+    }
+
+    @Test
+    void exceptionTheClassifierKnowsAsUnreachable_waitsBeyondMaxAttempts_neverDeadLettered() throws Exception {
+        try (RabbitFixture.Queues queues = RabbitFixture.queues("classified");
+                Connection connection = RabbitFixture.connect()) {
+            queues.publish("pay-1", "x");
+            AtomicInteger calls = new AtomicInteger();
+            try (var consumer = IdempotentRabbitConsumer.builder(connection, queues.topology)
+                    .retryPolicy(TWO_ATTEMPTS)
+                    .classifier(FailureClassifier.builder()
+                            .unreachable(LedgerDownException.class)
+                            .build())
+                    .handler((key, message) -> {
+                        if (calls.incrementAndGet() <= 5) {
+                            throw new LedgerDownException();
+                        }
+                        return Outcome.processed();
+                    })
+                    .build()
+                    .start()) {
+                await().atMost(WAIT).until(() -> calls.get() == 6 && queues.depth(queues.queue()) == 0);
+            }
+            assertThat(queues.depth(queues.topology.deadLetterQueue())).isZero();
+            assertThat(queues.depth(queues.topology.retryQueue())).isZero();
+        }
+    }
+
     /** Stands for the process dying: not an exception a handler would catch. */
     static final class SimulatedCrash extends Error {
         private static final long serialVersionUID = 1L;
@@ -88,13 +118,7 @@ class RetryBehaviourTest {
 
     @Test
     void attemptCount_survivesACrashRedelivery_andTheBoundCountsOnlyTheHandlersFailures() throws Exception {
-        RetryPolicy threeAttempts = RetryPolicy.builder()
-                .initialDelay(Duration.ofMillis(50))
-                .multiplier(1.0)
-                .maxDelay(Duration.ofMillis(50))
-                .maxAttempts(3)
-                .jitter(0.0)
-                .build();
+        RetryPolicy threeAttempts = RabbitFixture.steadyRetry(Duration.ofMillis(50), 3);
         try (RabbitFixture.Queues queues = RabbitFixture.queues("crashcount");
                 Connection connection = RabbitFixture.connect()) {
             queues.publish("pay-1", "x");
@@ -127,20 +151,25 @@ class RetryBehaviourTest {
                     .as("first delivery, retry 1, the crash's redelivery keeps 1, retry 2")
                     .containsExactly("none", 1, 1, 2);
             GetResponse dead = queues.drain(queues.topology.deadLetterQueue()).get(0);
-            assertThat(dead.getProps().getHeaders().get(DeliveryProcessor.DLQ_ATTEMPTS))
-                    .isEqualTo(3);
+            Map<String, Object> headers = dead.getProps().getHeaders();
+            assertThat(headers.get(DeliveryProcessor.DLQ_ATTEMPTS)).isEqualTo(3);
+            assertThat(headers.get(DeliveryProcessor.DLQ_REASON))
+                    .asString()
+                    .isEqualTo("gave up after 3 attempts; last: payment service down");
+            assertThat(headers.get(DeliveryProcessor.DLQ_OUTCOME)).asString().isEqualTo("FAILED");
+            assertThat(headers.get(DeliveryProcessor.DLQ_QUEUE)).asString().isEqualTo(queues.queue());
+            assertThat(headers.get(DeliveryProcessor.DLQ_EXCHANGE)).asString().isEmpty();
+            assertThat(headers.get(DeliveryProcessor.DLQ_ROUTING_KEY))
+                    .asString()
+                    .isEqualTo(queues.queue());
+            assertThat(dead.getProps().getMessageId()).isEqualTo("pay-1");
+            assertThat(RabbitFixture.text(dead.getBody())).isEqualTo("x");
         }
     }
 
     @Test
     void retryCopy_carriesTheBackoffAsTtl_theAttemptAndTheMessageId() throws Exception {
-        RetryPolicy slow = RetryPolicy.builder()
-                .initialDelay(Duration.ofMinutes(5))
-                .multiplier(1.0)
-                .maxDelay(Duration.ofMinutes(5))
-                .maxAttempts(10)
-                .jitter(0.0)
-                .build();
+        RetryPolicy slow = RabbitFixture.steadyRetry(Duration.ofMinutes(5), 10);
         try (RabbitFixture.Queues queues = RabbitFixture.queues("ttlcopy");
                 Channel channel = queues.admin.createChannel()) {
             queues.publish("pay-1", "x");
@@ -161,14 +190,16 @@ class RetryBehaviourTest {
     }
 
     @Test
-    void retryQueueMissing_copyReturnedUnroutable_channelAborted_deliveryGoesBackToTheWorkQueue() throws Exception {
+    void retryQueueDeletedAfterItWasChecked_copyReturnedUnroutable_channelAborted_deliveryGoesBack() throws Exception {
         try (RabbitFixture.Queues queues = RabbitFixture.queues("noretry")) {
             Channel channel = queues.admin.createChannel(); // aborted by the processor
-            queues.publish("pay-1", "x");
-            channel.queueDelete(queues.topology.retryQueue());
             DeliveryProcessor processor = DeliveryProcessor.builder(queues.topology)
                     .handler((key, message) -> Outcome.failed("payment service down", null))
                     .build();
+            queues.publish("pay-1", "x");
+            processor.process(channel, take(channel, queues.queue())); // checks the retry queue, and retries through it
+            channel.queueDelete(queues.topology.retryQueue());
+            queues.publish("pay-2", "x");
             Delivery delivery = take(channel, queues.queue());
             assertThatThrownBy(() -> processor.process(channel, delivery))
                     .isInstanceOf(IOException.class)

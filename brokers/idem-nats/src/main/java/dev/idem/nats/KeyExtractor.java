@@ -19,15 +19,29 @@ public interface KeyExtractor {
     /** Where the key is read from, for dead-letter reasons. */
     String describe();
 
-    /** The {@value NatsProducers#MSG_ID} header, the id JetStream itself dedups publishes with. The default. */
+    /**
+     * The {@value NatsProducers#MSG_ID} header, the id JetStream itself dedups publishes with. The default. A dead
+     * letter an operator publishes back as it is keeps the original's key (its own {@value NatsProducers#MSG_ID}
+     * names the dead letter; the original's is kept in {@value IdempotentNatsConsumer#DLQ_MSG_ID}).
+     */
     static KeyExtractor msgId() {
-        return header(NatsProducers.MSG_ID);
+        return of("header " + NatsProducers.MSG_ID, m -> {
+            String id = HeaderKeys.messageId(m);
+            return id == null ? null : HeaderKeys.decode(id);
+        });
     }
 
-    /** The first value of header {@code name}. */
+    /**
+     * The first value of header {@code name}, read exactly: a value {@code hex:...} carries bytes (as {@link
+     * NatsProducers#message(String, byte[], byte[])} writes a key that is not printable ASCII), any other value is the
+     * key; the bytes are read by {@link dev.idem.spi.KeyBytes#exactKey(byte[])}, the rule every Idem adapter follows.
+     */
     static KeyExtractor header(String name) {
         Objects.requireNonNull(name, "name");
-        return of("header " + name, m -> m.hasHeaders() ? m.getHeaders().getFirst(name) : null);
+        return of("header " + name, m -> {
+            String value = m.hasHeaders() ? m.getHeaders().getFirst(name) : null;
+            return value == null ? null : HeaderKeys.decode(value);
+        });
     }
 
     /** A key computed from the message, e.g. a business id inside the payload. */

@@ -7,8 +7,10 @@ import io.nats.client.Message;
  * The guarded work for one JetStream message: usually {@code guard.run(key, () -> effect(message))} or a JDBC inbox's
  * {@code handle}. The consumer turns the returned {@link Outcome} into the message's ack, delayed nak or dead letter.
  *
- * <p>Throwing an exception means the effect was not applied ({@code FAILED}, retried with back-off); a {@link
- * dev.idem.DeadLetterException} dead-letters the message at once. Do not ack, nak or term the message yourself.
+ * <p>Throwing an exception means the effect was not applied, classified by {@link
+ * dev.idem.spi.FailureClassifier#standard()}: a store or database that cannot be reached is an uncounted wait, a
+ * {@link dev.idem.DeadLetterException} dead-letters the message at once, anything else is {@code FAILED} (retried with
+ * back-off, counted). Do not ack, nak or term the message yourself.
  */
 @FunctionalInterface
 public interface MessageHandler {

@@ -1,129 +1,138 @@
 package dev.idem.nats;
 
+import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
-import dev.idem.RetryPolicy;
+import dev.idem.spi.Attempts;
+import dev.idem.spi.DeliveryDecision;
+import dev.idem.spi.Verdict;
 import io.nats.client.Message;
 import java.time.Duration;
-import java.util.Objects;
 import java.util.concurrent.TimeoutException;
+import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 
 /**
- * One delivery from fetch to its final signal: read the key, run the handler, and answer the server with {@code
- * ackSync} (final), {@code nakWithDelay} (retry later) or a dead letter followed by {@code term}. Its in-progress
- * tick runs until that signal is sent.
+ * One delivery from fetch to its final signal: read the key, run the handler, let the {@link DeliveryDecision} judge
+ * the outcome, and translate its {@link Verdict} into the server's verbs: {@code ackSync}, {@code nakWithDelay}, or a
+ * dead letter followed by {@code term}. Its in-progress tick runs until that signal is sent.
  */
 final class MessageProcessing {
     private static final System.Logger LOG = System.getLogger(MessageProcessing.class.getName());
+    /** The header a {@code HeadersOnly} consumer puts on each message in place of its body. */
+    private static final String WITHHELD_BODY_SIZE = "Nats-Msg-Size";
+
+    /** Reads the durable consumer's configuration now and checks it again. */
+    @FunctionalInterface
+    interface ConsumerCheck {
+        /**
+         * @throws ConfigurationException when the configuration is refused now
+         * @throws Exception when it cannot be read
+         */
+        void now() throws Exception;
+    }
 
     private final String name;
     private final KeyExtractor keyExtractor;
     private final MessageHandler handler;
-    private final RetryPolicy retryPolicy;
-    private final ServerSettings settings;
+    private final DeliveryDecision decision;
+    private final RetryCounts retryCounts = new RetryCounts();
     private final DeadLetters deadLetters;
     private final NatsEvents events;
     private final Duration ackTimeout;
+    private final ConsumerCheck consumerCheck;
+    private final BooleanSupplier interruptedByShutdown;
+    /**
+     * The stream keeps a terminated message ({@code Limits} retention); with {@code WorkQueue} or {@code Interest}
+     * retention a term deletes it.
+     */
+    private final boolean termKeepsData;
 
     MessageProcessing(
             String name,
             KeyExtractor keyExtractor,
             MessageHandler handler,
-            RetryPolicy retryPolicy,
-            ServerSettings settings,
+            DeliveryDecision decision,
             DeadLetters deadLetters,
             NatsEvents events,
-            Duration ackTimeout) {
+            Duration ackTimeout,
+            ConsumerCheck consumerCheck,
+            BooleanSupplier interruptedByShutdown,
+            boolean termKeepsData) {
         this.name = name;
         this.keyExtractor = keyExtractor;
         this.handler = handler;
-        this.retryPolicy = retryPolicy;
-        this.settings = settings;
+        this.decision = decision;
         this.deadLetters = deadLetters;
         this.events = events;
         this.ackTimeout = ackTimeout;
+        this.consumerCheck = consumerCheck;
+        this.interruptedByShutdown = interruptedByShutdown;
+        this.termKeepsData = termKeepsData;
     }
 
     /**
      * Handles {@code message} and sends its signal. An {@link Error} from the handler propagates with nothing sent:
-     * the message comes back after AckWait, like after a crash.
+     * the message comes back after AckWait, like after a crash; so does the {@link ConfigurationException} of
+     * a consumer found {@code HeadersOnly} now.
      */
     void process(Message message, InProgressTicker.Tick tick) {
-        int attempt = (int) Math.min(Integer.MAX_VALUE, message.metaData().deliveredCount());
+        Attempts before = retryCounts.of(message);
+        if (bodyWithheld(message) && !consumerDeliversWholeMessages(message, before, tick)) {
+            return;
+        }
         String key;
         try {
             key = keyExtractor.extract(message);
         } catch (Exception e) {
-            deadLetter(
-                    message,
-                    null,
-                    Outcome.rejected("idempotency key unreadable from " + keyExtractor.describe() + ": " + e, e),
-                    attempt,
-                    tick);
+            settle(message, null, decision.decide(unreadableKey(e), before), tick);
             return;
         }
         if (key == null || key.isBlank()) {
-            deadLetter(
-                    message,
-                    null,
-                    Outcome.rejected("no idempotency key: " + keyExtractor.describe() + " is missing or blank; the"
-                            + " producer must stamp one before the first publish (NatsProducers.message)"),
-                    attempt,
-                    tick);
+            settle(message, null, decision.decide(missingKey(), before), tick);
             return;
         }
-        Outcome outcome = run(key, message);
-        while (outcome.type() == Outcome.Type.IN_PROGRESS && settings.lastDelivery(attempt)) {
-            // A nak now would be the last: the server stops delivering at MaxDeliver. Wait here with the tick on.
-            if (!pause(retryDelay(outcome, attempt))) {
-                Thread.interrupted(); // the shutdown's interrupt: clear it so the dead letter can be published
-                deadLetter(
-                        message,
-                        key,
-                        outcome.withReason("consumer stopped while holding the last delivery (MaxDeliver "
-                                + settings.maxDeliver() + ") of a message in progress elsewhere; kept here instead of"
-                                + " lost: " + outcome.reason()),
-                        attempt,
-                        tick);
-                Thread.currentThread().interrupt();
-                return;
-            }
-            outcome = run(key, message);
-        }
-        Outcome last = outcome;
-        LOG.log(System.Logger.Level.DEBUG, () -> name + " " + describe(message) + " attempt " + attempt + ": " + last);
-        settle(message, key, last, attempt, tick);
+        Verdict verdict = handle(key, message, before);
+        LOG.log(System.Logger.Level.DEBUG, () -> name + " " + describe(message) + ": " + verdict);
+        settle(message, key, verdict, tick);
     }
 
-    private void settle(Message message, String key, Outcome outcome, int attempt, InProgressTicker.Tick tick) {
-        switch (outcome.action()) {
-            case ACK -> ack(message, key, outcome, attempt, tick);
-            case DEAD_LETTER -> deadLetter(message, key, outcome, attempt, tick);
-            case RETRY -> {
-                boolean handlersOwn = outcome.type() != Outcome.Type.IN_PROGRESS;
-                if (handlersOwn && (retryPolicy.exhausted(attempt) || settings.lastDelivery(attempt))) {
-                    deadLetter(
-                            message,
-                            key,
-                            outcome.withReason("gave up after " + attempt + " attempts; last: " + outcome.reason()),
-                            attempt,
-                            tick);
-                } else {
-                    Duration delay = retryDelay(outcome, attempt);
-                    tick.stop();
-                    message.nakWithDelay(delay);
-                    events.retryScheduled(key, outcome, attempt, delay);
-                }
+    private Verdict handle(String key, Message message, Attempts before) {
+        Outcome outcome;
+        try {
+            outcome = handler.handle(key, message);
+        } catch (Exception e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
             }
+            outcome = decision.classifier().classify(e);
+        }
+        if (outcome == null) {
+            return decision.decide(new NullPointerException("a handler must return an Outcome, not null"), before);
+        }
+        if (outcome.type() == Outcome.Type.FAILED && interruptedByShutdown.getAsBoolean()) {
+            outcome = Outcome.inProgress(
+                    "interrupted by the consumer's shutdown, not counted: " + outcome.reason(), null);
+        }
+        return decision.decide(outcome, before);
+    }
+
+    private void settle(Message message, @Nullable String key, Verdict verdict, InProgressTicker.Tick tick) {
+        if (verdict instanceof Verdict.Ack) {
+            ack(message, key, verdict.outcome(), tick);
+        } else if (verdict instanceof Verdict.Retry retry) {
+            retryLater(message, key, retry, tick);
+        } else {
+            deadLetter(message, key, (Verdict.DeadLetter) verdict, tick);
         }
     }
 
     /** Final outcomes are acked with {@code ackSync}: COMMITTED is reported only once the server confirmed it. */
-    private void ack(Message message, String key, Outcome outcome, int attempt, InProgressTicker.Tick tick) {
+    private void ack(Message message, @Nullable String key, Outcome outcome, InProgressTicker.Tick tick) {
         tick.stop();
+        retryCounts.settled(message);
         try {
             message.ackSync(ackTimeout);
-            events.committed(key, outcome, attempt);
+            events.committed(key, outcome, delivery(message));
         } catch (TimeoutException | RuntimeException e) {
             LOG.log(
                     System.Logger.Level.WARNING,
@@ -137,77 +146,127 @@ final class MessageProcessing {
         }
     }
 
+    private void retryLater(Message message, @Nullable String key, Verdict.Retry retry, InProgressTicker.Tick tick) {
+        tick.stop();
+        retryCounts.retried(message, retry.attempts());
+        message.nakWithDelay(retry.delay());
+        events.retryScheduled(key, retry.outcome(), delivery(message), retry.delay());
+    }
+
     /**
-     * Publishes the dead letter and terminates the original only after the dead-letter stream stored it. When the
-     * dead-letter stream is unavailable the message is retried later; at its last delivery it is held here instead.
+     * Publishes the dead letter and terminates the original only after the dead-letter stream stored it. While the
+     * dead-letter stream is unavailable the message is delivered again later, as an uncounted wait. A dead letter stored
+     * without the data (too large) leaves the data only in the original: terminated where the stream keeps it, else
+     * {@linkplain #keepPending kept pending}.
      */
     private void deadLetter(
-            Message message, @Nullable String key, Outcome outcome, int attempt, InProgressTicker.Tick tick) {
-        for (int tries = 1; ; tries++) {
-            try {
-                deadLetters.publish(message, outcome, attempt);
-                tick.stop();
-                message.term();
-                LOG.log(
-                        System.Logger.Level.WARNING,
-                        "{0} {1} dead-lettered to {2} ({3}): {4}",
-                        name,
-                        describe(message),
-                        deadLetters.subject(),
-                        outcome.type(),
-                        outcome.reason());
-                events.deadLettered(key, outcome, attempt, deadLetters.subject());
-                return;
-            } catch (Exception e) {
-                Duration delay = retryPolicy.delayAfter(Math.max(attempt, tries));
-                LOG.log(
-                        System.Logger.Level.WARNING,
-                        "{0} {1}: dead-letter subject {2} unavailable ({3}); retrying later",
-                        name,
-                        describe(message),
-                        deadLetters.subject(),
-                        e.toString());
-                if (!settings.lastDelivery(attempt)) {
-                    tick.stop();
-                    message.nakWithDelay(delay);
-                    events.retryScheduled(key, outcome, attempt, delay);
-                    return;
-                }
-                if (!pause(delay)) {
-                    return; // shutting down: left unacked; without the dead-letter stream nothing else keeps it
-                }
-            }
-        }
-    }
-
-    private Outcome run(String key, Message message) {
+            Message message, @Nullable String key, Verdict.DeadLetter verdict, InProgressTicker.Tick tick) {
+        Outcome outcome = verdict.outcome();
+        DeadLetters.Stored stored;
         try {
-            return Objects.requireNonNull(handler.handle(key, message), "a handler must return an Outcome, not null");
+            stored = deadLetters.publish(message, key, outcome, delivery(message));
         } catch (Exception e) {
-            return Outcome.ofException(e);
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "{0} {1}: dead-letter subject {2} unavailable ({3}); retrying later",
+                    name,
+                    describe(message),
+                    deadLetters.subject(),
+                    e.toString());
+            Outcome unavailable = Outcome.inProgress(
+                    "dead-letter subject " + deadLetters.subject() + " unavailable (" + e + "); to dead-letter: "
+                            + outcome.reason(),
+                    null);
+            retryLater(message, key, (Verdict.Retry) decision.decide(unavailable, verdict.attempts()), tick);
+            return;
         }
+        boolean withData = stored == DeadLetters.Stored.WITH_DATA;
+        if (!withData && !termKeepsData) {
+            keepPending(message, key, verdict, tick);
+            return;
+        }
+        tick.stop();
+        retryCounts.settled(message);
+        message.term();
+        LOG.log(
+                System.Logger.Level.WARNING,
+                "{0} {1} dead-lettered to {2}{3} ({4}): {5}",
+                name,
+                describe(message),
+                deadLetters.subject(),
+                withData ? "" : " without its data (too large; the original stays in its stream)",
+                outcome.type(),
+                verdict.reason());
+        events.deadLettered(key, outcome, delivery(message), deadLetters.subject(), withData);
     }
 
     /**
-     * The policy's back-off, but never later than the outcome's own {@code retryAfter} (for {@code IN_PROGRESS}: when
-     * the holder's lease ends); the holder usually finishes well before that.
+     * The dead letter holds no data and a term would delete the original's: the message stays pending, delivered again
+     * after the longest back-off, and says so each time (ERROR, RETRY_SCHEDULED) until an operator takes it out.
      */
-    private Duration retryDelay(Outcome outcome, int attempt) {
-        Duration backoff = retryPolicy.delayAfter(Math.max(1, attempt));
-        return outcome.retryAfter()
-                .filter(after -> after.compareTo(backoff) < 0)
-                .orElse(backoff);
+    private void keepPending(
+            Message message, @Nullable String key, Verdict.DeadLetter verdict, InProgressTicker.Tick tick) {
+        tick.stop();
+        retryCounts.retried(message, verdict.attempts());
+        Duration delay = decision.retryPolicy().maxDelay();
+        message.nakWithDelay(delay);
+        LOG.log(
+                System.Logger.Level.ERROR,
+                "{0} {1}: too large to dead-letter with its data; a dead letter without it is in {2}, but the original"
+                        + " is kept pending, not terminated: its stream''s WorkQueue or Interest retention would delete"
+                        + " it. Fetch it by its sequence, then delete it from the stream (or raise max_payload);"
+                        + " delivered again in {3} ms ({4}): {5}",
+                name,
+                describe(message),
+                deadLetters.subject(),
+                delay.toMillis(),
+                verdict.outcome().type(),
+                verdict.reason());
+        events.keptPendingWithoutDeadLetter(key, verdict.outcome(), delivery(message), deadLetters.subject(), delay);
     }
 
-    /** Waits {@code delay}; false when the worker is interrupted (the consumer's shutdown timeout ran out). */
-    private static boolean pause(Duration delay) {
+    /**
+     * An empty body next to {@value #WITHHELD_BODY_SIZE}: what a {@code HeadersOnly} consumer delivers, or a producer's
+     * own header. Only the consumer's configuration tells which.
+     */
+    private static boolean bodyWithheld(Message message) {
+        return (message.getData() == null || message.getData().length == 0)
+                && message.hasHeaders()
+                && message.getHeaders().getFirst(WITHHELD_BODY_SIZE) != null;
+    }
+
+    /**
+     * Reads the consumer's configuration now: a consumer made {@code HeadersOnly} since start is refused (the {@link
+     * ConfigurationException} propagates, nothing is sent). When it cannot be read, the message waits (false).
+     */
+    private boolean consumerDeliversWholeMessages(Message message, Attempts before, InProgressTicker.Tick tick) {
         try {
-            Thread.sleep(Math.max(1, delay.toMillis()));
+            consumerCheck.now();
             return true;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        } catch (ConfigurationException e) {
+            throw e;
+        } catch (Exception e) {
+            Outcome unknown = Outcome.inProgress(
+                    "delivered without a body next to " + WITHHELD_BODY_SIZE + ", and the consumer's configuration"
+                            + " cannot be read to tell whether it is HeadersOnly: " + e,
+                    null);
+            settle(message, null, decision.decide(unknown, before), tick);
             return false;
         }
+    }
+
+    private Outcome unreadableKey(Exception e) {
+        return Outcome.rejected("idempotency key unreadable from " + keyExtractor.describe() + ": " + e, e);
+    }
+
+    private Outcome missingKey() {
+        return Outcome.rejected("no idempotency key: " + keyExtractor.describe() + " is missing or blank; the producer"
+                + " must stamp one before the first publish (NatsProducers.message)");
+    }
+
+    /** The server's delivery count (1-based): what the dead letter and the events report as the attempt. */
+    private static int delivery(Message message) {
+        return (int) Math.min(Integer.MAX_VALUE, message.metaData().deliveredCount());
     }
 
     static String describe(Message message) {

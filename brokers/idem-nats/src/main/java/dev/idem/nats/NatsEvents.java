@@ -34,11 +34,33 @@ final class NatsEvents {
                 "nak with delay " + delay.toMillis() + " ms");
     }
 
-    void deadLettered(@Nullable String key, Outcome outcome, int attempt, String subject) {
-        emit(IdempotencyEvent.Type.DEAD_LETTERED, key, outcome, attempt, "published to " + subject + ", then term");
+    /** @param withData false: the dead letter names the original, whose data stays in its stream */
+    void deadLettered(@Nullable String key, Outcome outcome, int attempt, String subject, boolean withData) {
+        emit(
+                IdempotencyEvent.Type.DEAD_LETTERED,
+                key,
+                outcome,
+                attempt,
+                "published to " + subject + (withData ? "" : " without its data (too large; kept in its stream)")
+                        + ", then term");
     }
 
-    void committed(String key, Outcome outcome, int attempt) {
+    /**
+     * A message too large to dead-letter with its data, in a stream whose retention a term would delete it from: a
+     * RETRY_SCHEDULED event with the outcome that dead-letters it, at each delivery.
+     */
+    void keptPendingWithoutDeadLetter(
+            @Nullable String key, Outcome outcome, int attempt, String subject, Duration delay) {
+        emit(
+                IdempotencyEvent.Type.RETRY_SCHEDULED,
+                key,
+                outcome,
+                attempt,
+                "too large to dead-letter with its data: published to " + subject + " without it, and kept pending"
+                        + " (a term would delete it from its stream); nak with delay " + delay.toMillis() + " ms");
+    }
+
+    void committed(@Nullable String key, Outcome outcome, int attempt) {
         emit(IdempotencyEvent.Type.COMMITTED, key, outcome, attempt, "ack confirmed by the server");
     }
 

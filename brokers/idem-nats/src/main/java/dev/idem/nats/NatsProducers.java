@@ -8,6 +8,7 @@ import io.nats.client.api.PublishAck;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 
 /**
@@ -30,11 +31,28 @@ public final class NatsProducers {
 
     /** A message for {@code subject} carrying {@code messageId} (e.g. {@code 10086:PAY}) in {@value #MSG_ID}. */
     public static Message message(String subject, String messageId, byte[] data) {
+        Objects.requireNonNull(messageId, "messageId");
+        if (messageId.isBlank()) {
+            throw new IllegalArgumentException("a message id must not be blank");
+        }
+        return message(subject, messageId.getBytes(StandardCharsets.UTF_8), data);
+    }
+
+    /**
+     * A message for {@code subject} whose {@value #MSG_ID} carries the key {@code messageId}, any bytes: a key that is
+     * not printable ASCII travels as {@code hex:} and its bytes in hex (jnats carries only printable ASCII in
+     * headers), and the consumer's {@link KeyExtractor#msgId()} reads back exactly these bytes.
+     */
+    public static Message message(String subject, byte[] messageId, byte[] data) {
         Objects.requireNonNull(subject, "subject");
+        Objects.requireNonNull(messageId, "messageId");
         Objects.requireNonNull(data, "data");
+        if (messageId.length == 0) {
+            throw new IllegalArgumentException("a message id must not be empty");
+        }
         return NatsMessage.builder()
                 .subject(subject)
-                .headers(new Headers().put(MSG_ID, validId(messageId)))
+                .headers(new Headers().put(MSG_ID, HeaderKeys.encode(messageId)))
                 .data(data)
                 .build();
     }
@@ -67,20 +85,5 @@ public final class NatsProducers {
                 Thread.sleep(retry.delayAfter(attempt).toMillis());
             }
         }
-    }
-
-    private static String validId(String id) {
-        Objects.requireNonNull(id, "messageId");
-        if (id.isBlank()) {
-            throw new IllegalArgumentException("a message id must not be blank");
-        }
-        for (int i = 0; i < id.length(); i++) {
-            char c = id.charAt(i);
-            if (c < 0x21 || c > 0x7e) {
-                throw new IllegalArgumentException("a " + MSG_ID + " must be printable ASCII without spaces (a header"
-                        + " value); got a character 0x" + Integer.toHexString(c) + " at " + i);
-            }
-        }
-        return id;
     }
 }

@@ -146,12 +146,14 @@ class ConcurrentHandlingTest {
             AtomicInteger inFlight = new AtomicInteger();
             AtomicInteger maxInFlight = new AtomicInteger();
             AtomicBoolean firstCopy = new AtomicBoolean(true);
+            CountDownLatch firstCopyHeld = new CountDownLatch(1);
             CountDownLatch secondCopyHandled = new CountDownLatch(1);
             MessageHandler effect = mode.handler(bank, durable, prefix, message -> {
                 maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
                 try {
                     if (firstCopy.getAndSet(false)) {
                         NatsFixture.cutOff(proxy);
+                        firstCopyHeld.countDown();
                         if (!secondCopyHandled.await(WAIT.toSeconds(), TimeUnit.SECONDS)) {
                             throw new AssertionError("the message was not redelivered to the second consumer");
                         }
@@ -163,22 +165,27 @@ class ConcurrentHandlingTest {
             List<Outcome.Type> secondCopyOutcomes = new CopyOnWriteArrayList<>();
             CompletableFuture<Void> firstDone = new CompletableFuture<>();
             try (IdempotentNatsConsumer a = consumer(streams, durable, viaProxy, (key, message) -> {
-                        try {
-                            return effect.handle(key, message);
-                        } finally {
-                            firstDone.complete(null);
-                        }
-                    });
-                    IdempotentNatsConsumer b = consumer(streams, durable, nats, (key, message) -> {
-                        Outcome outcome = effect.handle(key, message);
-                        secondCopyOutcomes.add(outcome.type());
-                        secondCopyHandled.countDown();
-                        return outcome;
-                    })) {
+                try {
+                    return effect.handle(key, message);
+                } finally {
+                    firstDone.complete(null);
+                }
+            })) {
                 nats.jetStream().publish(NatsProducers.message(streams.subject("pay"), "pay-3", bytes("acc:100")));
-                firstDone.get(WAIT.toSeconds(), TimeUnit.SECONDS);
-                a.close();
-                streams.awaitDone(durable);
+                // B starts only once A holds the first copy: started together, B could take the first copy itself.
+                assertThat(firstCopyHeld.await(WAIT.toSeconds(), TimeUnit.SECONDS))
+                        .as("consumer A got the message")
+                        .isTrue();
+                try (IdempotentNatsConsumer b = consumer(streams, durable, nats, (key, message) -> {
+                    Outcome outcome = effect.handle(key, message);
+                    secondCopyOutcomes.add(outcome.type());
+                    secondCopyHandled.countDown();
+                    return outcome;
+                })) {
+                    firstDone.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+                    a.close();
+                    streams.awaitDone(durable);
+                }
             }
             return new Run(bank.ledgerRows(prefix + "acc"), maxInFlight.get(), secondCopyOutcomes);
         }

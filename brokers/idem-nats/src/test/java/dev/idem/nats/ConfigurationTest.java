@@ -5,28 +5,13 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.ConfigurationException;
 import dev.idem.Outcome;
-import io.nats.client.Connection;
 import io.nats.client.api.AckPolicy;
 import io.nats.client.api.ConsumerConfiguration;
 import java.time.Duration;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /** What {@link IdempotentNatsConsumer} refuses, in the builder and against the server at start. */
-class ConfigurationTest {
-    static Connection nats;
-
-    @BeforeAll
-    static void setUp() {
-        nats = NatsFixture.connect();
-    }
-
-    @AfterAll
-    static void tearDown() throws InterruptedException {
-        nats.close();
-    }
-
+class ConfigurationTest extends SharedNatsConnection {
     @Test
     void builder_requiresConsumerDeadLetterSubjectAndHandler() {
         assertThatThrownBy(() -> IdempotentNatsConsumer.builder(nats).build())
@@ -73,6 +58,37 @@ class ConfigurationTest {
                             consumer(streams, "none", streams.deadLetterSubject).start())
                     .isInstanceOf(ConfigurationException.class)
                     .hasMessageContaining("has AckPolicy None");
+        }
+    }
+
+    /** A HeadersOnly consumer delivers every message without its body: handlers would act on empty data. */
+    @Test
+    void start_headersOnlyConsumer_refusedWithTheFix() {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "headersonly")) {
+            String durable = streams.durable(
+                    "headers", ConsumerConfiguration.builder().headersOnly(true).build());
+            assertThatThrownBy(() -> consumer(streams, durable, streams.deadLetterSubject)
+                            .start())
+                    .isInstanceOf(ConfigurationException.class)
+                    .hasMessageContaining("HeadersOnly")
+                    .hasMessageContaining("headersOnly(false)");
+        }
+    }
+
+    /**
+     * The server counts every delivery toward MaxDeliver, also those lost to a crash, a cut connection or an expired
+     * AckWait: when the last one is lost, the server gives the message up silently, never handled, never
+     * dead-lettered.
+     */
+    @Test
+    void start_boundedMaxDeliver_refusedWithTheFix() {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "maxdeliver")) {
+            String durable = streams.durable("bounded", Duration.ofSeconds(1), 5);
+            assertThatThrownBy(() -> consumer(streams, durable, streams.deadLetterSubject)
+                            .start())
+                    .isInstanceOf(ConfigurationException.class)
+                    .hasMessageContaining("MaxDeliver 5")
+                    .hasMessageContaining("maxDeliver(-1)");
         }
     }
 

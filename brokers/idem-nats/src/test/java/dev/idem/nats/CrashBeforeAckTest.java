@@ -6,13 +6,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Outcome;
-import dev.idem.testkit.TcpProxy;
 import dev.idem.testsupport.PaymentBank;
 import dev.idem.testsupport.PrivateServer;
 import io.nats.client.Connection;
 import io.nats.client.Nats;
 import io.nats.client.Options;
-import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -43,23 +41,6 @@ class CrashBeforeAckTest {
     @AfterAll
     static void tearDown() {
         bank.close();
-    }
-
-    @Test
-    void connectionCutAfterCommit_beforeAck_redeliveredAfterAckWait_unguardedDebitsTwice_guardsOnce() throws Exception {
-        try (Connection nats = NatsFixture.connect();
-                NatsFixture.Streams streams = new NatsFixture.Streams(nats, "cutbeforeack")) {
-            nats.jetStream().publish(NatsProducers.message(streams.subject("pay"), "pay-1", bytes("acc:100")));
-            URI server = URI.create(NatsFixture.url());
-            for (Debits mode : Debits.values()) {
-                Run run;
-                try (TcpProxy proxy = TcpProxy.start(server.getHost(), server.getPort());
-                        Connection first = NatsFixture.connectNoticingDeadLink("nats://127.0.0.1:" + proxy.port())) {
-                    run = crashAfterCommit(streams, mode, nats, first, () -> NatsFixture.cutOff(proxy), () -> {});
-                }
-                assertEffects(mode, run);
-            }
-        }
     }
 
     @Test

@@ -50,6 +50,7 @@ class DocsNatsExampleTest {
                                 .durable("payments")
                                 .ackPolicy(AckPolicy.Explicit) // required: the consumer acks each message itself
                                 .ackWait(Duration.ofSeconds(30))
+                                .maxDeliver(-1) // required: the consumer's retry policy bounds the retries (see below)
                                 .build());
                 // readme:nats-setup end
 

@@ -14,9 +14,11 @@ import io.nats.client.api.AckPolicy;
 import io.nats.client.api.ConsumerConfiguration;
 import io.nats.client.api.ConsumerInfo;
 import io.nats.client.api.MessageInfo;
+import io.nats.client.api.RetentionPolicy;
 import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -91,14 +93,25 @@ final class NatsFixture {
         final String prefix;
         final String deadLetterStream;
         final String deadLetterSubject;
+        private final Connection connection;
         private final JetStreamManagement management;
         private final StreamConfiguration config;
 
         Streams(Connection connection, String testName, Duration duplicateWindow) {
+            this(connection, testName, duplicateWindow, RetentionPolicy.Limits);
+        }
+
+        /** A stream with {@code retention} (WorkQueue, Interest: a term or ack deletes the message). */
+        Streams(Connection connection, String testName, RetentionPolicy retention) {
+            this(connection, testName, Duration.ofMinutes(2), retention);
+        }
+
+        private Streams(Connection connection, String testName, Duration duplicateWindow, RetentionPolicy retention) {
             this.prefix = TestServers.uniquePrefix(testName);
             this.name = prefix.toUpperCase();
             this.deadLetterStream = name + "_DLQ";
             this.deadLetterSubject = prefix + "-dlq";
+            this.connection = connection;
             try {
                 this.management = connection.jetStreamManagement();
                 this.config = StreamConfiguration.builder()
@@ -106,6 +119,7 @@ final class NatsFixture {
                         .subjects(prefix + ".>")
                         .storageType(StorageType.File)
                         .duplicateWindow(duplicateWindow)
+                        .retentionPolicy(retention)
                         .build();
                 management.addStream(config);
                 management.addStream(StreamConfiguration.builder()
@@ -132,6 +146,21 @@ final class NatsFixture {
             return prefix + "." + suffix;
         }
 
+        /** A consumer of {@code durable} on this stream, dead-lettering to its dead-letter subject, retrying fast. */
+        IdempotentNatsConsumer.Builder consumer(String durable) {
+            return IdempotentNatsConsumer.builder(connection)
+                    .consumer(name, durable)
+                    .deadLetterSubject(deadLetterSubject)
+                    .retryPolicy(FAST_RETRY);
+        }
+
+        /** Publishes {@code body} on {@code <prefix>.pay} with the message id {@code id}. */
+        void publish(String id, String body) throws IOException, JetStreamApiException {
+            connection
+                    .jetStream()
+                    .publish(NatsProducers.message(subject("pay"), id, body.getBytes(StandardCharsets.UTF_8)));
+        }
+
         /** A durable pull consumer with explicit acks on the whole stream. */
         String durable(String durable, Duration ackWait, long maxDeliver) {
             try {
@@ -142,6 +171,21 @@ final class NatsFixture {
                                 .ackPolicy(AckPolicy.Explicit)
                                 .ackWait(ackWait)
                                 .maxDeliver(maxDeliver)
+                                .build());
+                return durable;
+            } catch (IOException | JetStreamApiException e) {
+                throw new IllegalStateException("cannot create consumer " + durable, e);
+            }
+        }
+
+        /** A durable pull consumer with explicit acks on the whole stream, with {@code settings} on top. */
+        String durable(String durable, ConsumerConfiguration settings) {
+            try {
+                management.addOrUpdateConsumer(
+                        name,
+                        ConsumerConfiguration.builder(settings)
+                                .durable(durable)
+                                .ackPolicy(AckPolicy.Explicit)
                                 .build());
                 return durable;
             } catch (IOException | JetStreamApiException e) {

@@ -1,19 +1,19 @@
 package dev.idem.nats;
 
-import static dev.idem.nats.NatsFixture.FAST_RETRY;
 import static dev.idem.nats.NatsFixture.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.DeadLetterException;
-import dev.idem.Guard;
-import dev.idem.InMemoryStore;
+import dev.idem.IdempotencyEvent;
 import dev.idem.Outcome;
-import io.nats.client.Connection;
+import dev.idem.RetryPolicy;
+import io.nats.client.JetStreamManagement;
 import io.nats.client.JetStreamSubscription;
 import io.nats.client.Message;
 import io.nats.client.PullSubscribeOptions;
 import io.nats.client.api.MessageInfo;
+import io.nats.client.api.RetentionPolicy;
 import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import io.nats.client.impl.Headers;
@@ -22,14 +22,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -37,19 +30,7 @@ import org.junit.jupiter.api.Test;
  * retried messages respect the attempt bound and the server's MaxDeliver; a message in progress elsewhere is never
  * given up by a bound.
  */
-class PoisonMessageTest {
-    static Connection nats;
-
-    @BeforeAll
-    static void setUp() {
-        nats = NatsFixture.connect();
-    }
-
-    @AfterAll
-    static void tearDown() throws InterruptedException {
-        nats.close();
-    }
-
+class PoisonMessageTest extends SharedNatsConnection {
     @Test
     void rejected_deadLetteredWithReason_thenTerminated_handledOnce() throws Exception {
         try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "rejected")) {
@@ -125,116 +106,6 @@ class PoisonMessageTest {
     }
 
     @Test
-    void noKey_deadLetteredWithReason_handlerNeverRuns() throws Exception {
-        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "nokey")) {
-            String durable = streams.durable("nokey", Duration.ofSeconds(1), -1);
-            nats.jetStream().publish(streams.subject("pay"), "acc:5".getBytes(StandardCharsets.UTF_8));
-            AtomicInteger calls = new AtomicInteger();
-            try (IdempotentNatsConsumer consumer = consumer(streams, durable, (key, message) -> {
-                calls.incrementAndGet();
-                return Outcome.processed();
-            })) {
-                await().atMost(WAIT).until(() -> streams.deadLetters().size() == 1);
-                streams.awaitDone(durable);
-            }
-
-            assertThat(streams.deadLetters().get(0).getHeaders().getFirst(IdempotentNatsConsumer.DLQ_REASON))
-                    .startsWith("no idempotency key: header Nats-Msg-Id is missing or blank");
-            assertThat(calls).hasValue(0);
-        }
-    }
-
-    @Test
-    void failingHandler_deadLetteredAfterMaxAttempts_withTheLastReason() throws Exception {
-        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "exhausted")) {
-            String durable = streams.durable("failing", Duration.ofSeconds(1), -1);
-            List<Long> attempts = new CopyOnWriteArrayList<>();
-            publish(streams, "pay-3", "acc:5");
-            try (IdempotentNatsConsumer consumer = IdempotentNatsConsumer.builder(nats)
-                    .consumer(streams.name, durable)
-                    .deadLetterSubject(streams.deadLetterSubject)
-                    .retryPolicy(FAST_RETRY.toBuilder().maxAttempts(3).build())
-                    .handler((key, message) -> {
-                        attempts.add(message.metaData().deliveredCount());
-                        throw new IllegalStateException("ledger service down");
-                    })
-                    .build()
-                    .start()) {
-                await().atMost(WAIT).until(() -> streams.deadLetters().size() == 1);
-                streams.awaitDone(durable);
-            }
-
-            assertThat(attempts).containsExactly(1L, 2L, 3L);
-            Headers h = streams.deadLetters().get(0).getHeaders();
-            assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_OUTCOME)).isEqualTo("FAILED");
-            assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_ATTEMPTS)).isEqualTo("3");
-            assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_REASON))
-                    .isEqualTo("gave up after 3 attempts; last: handler threw java.lang.IllegalStateException:"
-                            + " ledger service down");
-        }
-    }
-
-    @Test
-    void failingHandler_boundedMaxDeliver_deadLetteredAtTheServersLastDelivery() throws Exception {
-        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "maxdeliver")) {
-            String durable = streams.durable("failing", Duration.ofSeconds(1), 2);
-            List<Long> attempts = new CopyOnWriteArrayList<>();
-            publish(streams, "pay-4", "acc:5");
-            try (IdempotentNatsConsumer consumer = consumer(streams, durable, (key, message) -> {
-                attempts.add(message.metaData().deliveredCount());
-                return Outcome.outOfOrder("order not created yet");
-            })) {
-                await().atMost(WAIT).until(() -> streams.deadLetters().size() == 1);
-                streams.awaitDone(durable);
-            }
-
-            assertThat(attempts).as("the retry policy allows 300, the server 2").containsExactly(1L, 2L);
-            assertThat(streams.deadLetters().get(0).getHeaders().getFirst(IdempotentNatsConsumer.DLQ_REASON))
-                    .isEqualTo("gave up after 2 attempts; last: order not created yet");
-        }
-    }
-
-    @Test
-    void inProgressAtTheServersLastDelivery_heldByItsWorker_notLostNorDeadLettered_ackedOnceTheKeyIsFree()
-            throws Exception {
-        ExecutorService holder = Executors.newSingleThreadExecutor();
-        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "heldlast");
-                Guard guard = Guard.of(InMemoryStore.create(), "heldlast")) {
-            String durable = streams.durable("held", Duration.ofSeconds(1), 2);
-            CountDownLatch claimed = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            Future<Outcome> first = holder.submit(() -> guard.run("pay-5", () -> {
-                claimed.countDown();
-                release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
-            }));
-            assertThat(claimed.await(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
-            List<String> seen = new CopyOnWriteArrayList<>();
-            publish(streams, "pay-5", "acc:5");
-            try (IdempotentNatsConsumer consumer = consumer(streams, durable, (key, message) -> {
-                Outcome outcome = guard.run(key, () -> {
-                    throw new AssertionError("the key is held: the effect must not run here");
-                });
-                seen.add(message.metaData().deliveredCount() + ":" + outcome.type());
-                return outcome;
-            })) {
-                await().atMost(WAIT)
-                        .until(() -> seen.stream()
-                                        .filter(s -> s.equals("2:IN_PROGRESS"))
-                                        .count()
-                                >= 2);
-                release.countDown();
-                assertThat(first.get(WAIT.toSeconds(), TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
-                streams.awaitDone(durable);
-            }
-
-            assertThat(seen).startsWith("1:IN_PROGRESS", "2:IN_PROGRESS").endsWith("2:DUPLICATE");
-            assertThat(streams.deadLetters()).isEmpty();
-        } finally {
-            holder.shutdownNow();
-        }
-    }
-
-    @Test
     void deadLetterStreamGone_rejectedMessageIsKeptAndRetried_deadLetteredOnceItIsBack() throws Exception {
         try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "dlqgone")) {
             String durable = streams.durable("poison", Duration.ofSeconds(1), -1);
@@ -249,6 +120,12 @@ class PoisonMessageTest {
                 assertThat(streams.info(durable).getNumAckPending())
                         .as("not terminated without a dead letter")
                         .isEqualTo(1);
+                int before = calls.get();
+                await().atMost(WAIT)
+                        .until(() -> calls.get() >= before + 20 || !consumer.isRunning()); // 2 s: 2 AckWaits
+                assertThat(consumer.failure())
+                        .as("the running consumer's checks (every AckWait) do not stop it for a dead-letter outage")
+                        .isEmpty();
                 nats.jetStreamManagement()
                         .addStream(StreamConfiguration.builder()
                                 .name(streams.deadLetterStream)
@@ -285,48 +162,6 @@ class PoisonMessageTest {
             assertThat(h.getFirst("Trace-Id")).isEqualTo("t-1");
             assertThat(h.getFirst("Nats-Expected-Stream")).isNull();
             assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_REASON)).isEqualTo("negative amount");
-        }
-    }
-
-    @Test
-    void inProgressAtTheOnlyDelivery_consumerStopsPastItsShutdownTimeout_deadLetteredWithTheReason_notLost()
-            throws Exception {
-        ExecutorService holder = Executors.newSingleThreadExecutor();
-        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "heldstop");
-                Guard guard = Guard.of(InMemoryStore.create(), "heldstop")) {
-            String durable = streams.durable("held", Duration.ofSeconds(1), 1);
-            CountDownLatch claimed = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            holder.submit(() -> guard.run("pay-8", () -> {
-                claimed.countDown();
-                release.await(WAIT.toSeconds(), TimeUnit.SECONDS);
-            }));
-            assertThat(claimed.await(WAIT.toSeconds(), TimeUnit.SECONDS)).isTrue();
-            AtomicInteger inProgress = new AtomicInteger();
-            publish(streams, "pay-8", "acc:5");
-            try (IdempotentNatsConsumer consumer = IdempotentNatsConsumer.builder(nats)
-                    .consumer(streams.name, durable)
-                    .deadLetterSubject(streams.deadLetterSubject)
-                    .retryPolicy(FAST_RETRY)
-                    .shutdownTimeout(Duration.ofMillis(300))
-                    .handler((key, message) -> {
-                        Outcome outcome = guard.run(key, () -> {
-                            throw new AssertionError("the key is held: the effect must not run here");
-                        });
-                        inProgress.incrementAndGet();
-                        return outcome;
-                    })
-                    .build()
-                    .start()) {
-                await().atMost(WAIT).until(() -> inProgress.get() >= 2);
-            }
-            release.countDown();
-
-            assertThat(streams.deadLetters()).hasSize(1);
-            assertThat(streams.deadLetters().get(0).getHeaders().getFirst(IdempotentNatsConsumer.DLQ_REASON))
-                    .startsWith("consumer stopped while holding the last delivery (MaxDeliver 1)");
-        } finally {
-            holder.shutdownNow();
         }
     }
 
@@ -369,15 +204,131 @@ class PoisonMessageTest {
         }
     }
 
+    /**
+     * A message whose data alone leaves less room than the dead-letter headers need below {@code max_payload} (a
+     * producer that fills messages up to the limit): its dead letter is stored without the data and names where the
+     * original is, and the original is terminated, which keeps it in a stream with Limits retention (before: the
+     * publish was treated like an unavailable dead-letter stream, and the message went round for ever as an uncounted
+     * wait, its handler run again each time, never dead-lettered nor terminated).
+     */
+    @Test
+    void rejectedMessageFillingMaxPayload_isDeadLetteredOrTerminated_notCycledForEver() throws Exception {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "fullmsg")) {
+            String durable = streams.durable("full", Duration.ofSeconds(5), -1);
+            byte[] data = new byte[(int) nats.getMaxPayload() - 100];
+            nats.jetStream().publish(NatsProducers.message(streams.subject("pay"), "pay-1", data));
+            AtomicInteger calls = new AtomicInteger();
+            try (IdempotentNatsConsumer consumer = consumer(streams, durable, (key, message) -> {
+                calls.incrementAndGet();
+                return Outcome.rejected("amount must be positive");
+            })) {
+                await().atMost(Duration.ofSeconds(10))
+                        .until(() -> !streams.deadLetters().isEmpty() || calls.get() > 5);
+                streams.awaitDone(durable);
+            }
+            assertThat(calls).as("handler runs of a rejected message").hasValue(1);
+            assertThat(streams.deadLetters()).hasSize(1);
+            assertNamesTheOriginalWithoutItsData(streams.deadLetters().get(0), streams, data.length, "max_payload");
+            assertThat(nats.jetStreamManagement().getMessage(streams.name, 1).getData())
+                    .as("terminated, and kept in the stream (Limits retention)")
+                    .isEqualTo(data);
+        }
+    }
+
+    /** The dead-letter stream's own max_msg_size refuses the copy: the same dead letter without the data. */
+    @Test
+    void rejectedMessageOverTheDeadLetterStreamsMaxMsgSize_deadLetteredWithoutItsData_terminated() throws Exception {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "dlqmaxmsg")) {
+            JetStreamManagement jsm = nats.jetStreamManagement();
+            jsm.updateStream(StreamConfiguration.builder(
+                            jsm.getStreamInfo(streams.deadLetterStream).getConfiguration())
+                    .maximumMessageSize(2048)
+                    .build());
+            String durable = streams.durable("big", Duration.ofSeconds(5), -1);
+            byte[] data = new byte[4096];
+            nats.jetStream().publish(NatsProducers.message(streams.subject("pay"), "pay-1", data));
+            AtomicInteger calls = new AtomicInteger();
+            try (IdempotentNatsConsumer consumer = consumer(streams, durable, (key, message) -> {
+                calls.incrementAndGet();
+                return Outcome.rejected("amount must be positive");
+            })) {
+                await().atMost(Duration.ofSeconds(10))
+                        .until(() -> !streams.deadLetters().isEmpty() || calls.get() > 5);
+                streams.awaitDone(durable);
+            }
+            assertThat(calls).hasValue(1);
+            assertThat(streams.deadLetters()).hasSize(1);
+            assertNamesTheOriginalWithoutItsData(
+                    streams.deadLetters().get(0), streams, data.length, "dead-letter stream's maximum");
+        }
+    }
+
+    /**
+     * With WorkQueue retention a term deletes the message, and the data-less dead letter would name a message that is
+     * gone: the original stays pending, delivered again after the longest back-off, and each time the consumer says so
+     * (a RETRY_SCHEDULED event with the REJECTED outcome; an ERROR log), never DEAD_LETTERED, never deleted.
+     */
+    @Test
+    void rejectedMessageFillingMaxPayload_inAWorkQueueStream_keptPendingWithLongestBackOff_neverDeleted()
+            throws Exception {
+        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "fullwq", RetentionPolicy.WorkQueue)) {
+            String durable = streams.durable("full", Duration.ofSeconds(5), -1);
+            byte[] data = new byte[(int) nats.getMaxPayload() - 100];
+            nats.jetStream().publish(NatsProducers.message(streams.subject("pay"), "pay-1", data));
+            List<IdempotencyEvent> events = new CopyOnWriteArrayList<>();
+            try (IdempotentNatsConsumer consumer = IdempotentNatsConsumer.builder(nats)
+                    .consumer(streams.name, durable)
+                    .deadLetterSubject(streams.deadLetterSubject)
+                    .retryPolicy(RetryPolicy.builder()
+                            .initialDelay(Duration.ofMillis(10))
+                            .multiplier(2.0)
+                            .maxDelay(Duration.ofMillis(200))
+                            .maxAttempts(300)
+                            .jitter(0.0)
+                            .build())
+                    .handler((key, message) -> Outcome.rejected("amount must be positive"))
+                    .listener(events::add)
+                    .build()
+                    .start()) {
+                await().atMost(WAIT).until(() -> events.size() >= 3);
+                assertThat(streams.info(durable).getNumAckPending())
+                        .as("kept pending, not terminated")
+                        .isEqualTo(1);
+            }
+            assertThat(events).allSatisfy(e -> {
+                assertThat(e.type()).isEqualTo(IdempotencyEvent.Type.RETRY_SCHEDULED);
+                assertThat(e.outcome().type()).isEqualTo(Outcome.Type.REJECTED);
+                assertThat(e.message()).contains("kept pending").endsWith("nak with delay 200 ms");
+            });
+            assertThat(streams.deadLetters())
+                    .as("one dead letter without the data: the same delivery's copies fall in the duplicate window")
+                    .hasSize(1);
+            assertNamesTheOriginalWithoutItsData(streams.deadLetters().get(0), streams, data.length, "max_payload");
+            assertThat(nats.jetStreamManagement().getMessage(streams.name, 1).getData())
+                    .as("the original is still in the stream")
+                    .isEqualTo(data);
+        }
+    }
+
+    private static void assertNamesTheOriginalWithoutItsData(
+            MessageInfo dead, NatsFixture.Streams streams, int size, String limit) {
+        Headers h = dead.getHeaders();
+        assertThat(dead.getData()).isNullOrEmpty();
+        assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_DATA_OMITTED)).isEqualTo(Integer.toString(size));
+        assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_STREAM)).isEqualTo(streams.name);
+        assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_SEQUENCE)).isEqualTo("1");
+        assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_SUBJECT)).isEqualTo(streams.subject("pay"));
+        assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_KEY)).isEqualTo("pay-1");
+        assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_MSG_ID)).isEqualTo("pay-1");
+        assertThat(h.getFirst(IdempotentNatsConsumer.DLQ_REASON))
+                .startsWith("amount must be positive")
+                .contains(limit)
+                .contains("left out");
+    }
+
     private static IdempotentNatsConsumer consumer(NatsFixture.Streams streams, String durable, MessageHandler handler)
             throws Exception {
-        return IdempotentNatsConsumer.builder(nats)
-                .consumer(streams.name, durable)
-                .deadLetterSubject(streams.deadLetterSubject)
-                .retryPolicy(FAST_RETRY)
-                .handler(handler)
-                .build()
-                .start();
+        return streams.consumer(durable).handler(handler).build().start();
     }
 
     private static void publish(NatsFixture.Streams streams, String id, String body) throws Exception {

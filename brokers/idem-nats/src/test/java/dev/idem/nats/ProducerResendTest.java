@@ -1,9 +1,7 @@
 package dev.idem.nats;
 
 import static dev.idem.nats.NatsFixture.FAST_RETRY;
-import static dev.idem.nats.NatsFixture.WAIT;
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import dev.idem.RetryPolicy;
 import dev.idem.testkit.TcpProxy;
@@ -11,10 +9,7 @@ import dev.idem.testsupport.PaymentBank;
 import io.nats.client.Connection;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamOptions;
-import io.nats.client.Message;
 import io.nats.client.api.PublishAck;
-import io.nats.client.impl.Headers;
-import io.nats.client.impl.NatsMessage;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -25,12 +20,13 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * Cause 1: the server's PubAck is lost and the producer publishes again. The producer talks to the server through a
- * {@link TcpProxy} that swallows the server's answers on the open connection; its client notices the dead link and
- * reconnects, and the resend goes through. Each scenario is consumed by an unguarded consumer and by both guards.
+ * Cause 1 on the producer's side: the server's PubAck is lost and {@link NatsProducers#publish} publishes again. The
+ * producer talks to the server through a {@link TcpProxy} that swallows the server's answers on the open connection;
+ * its client notices the dead link and reconnects, and the resend goes through, within the stream's duplicate window.
+ * (A resend the window does not catch reaches the consumer twice: the adapter contract's producer-resend scenario,
+ * {@link NatsAdapterContractTest}.)
  */
 class ProducerResendTest {
-    private static final String KEY_HEADER = "Idem-Key";
     private static final RetryPolicy RESEND = NatsFixture.FAST_RETRY.toBuilder()
             .initialDelay(Duration.ofMillis(200))
             .maxDelay(Duration.ofMillis(200))
@@ -70,66 +66,6 @@ class ProducerResendTest {
             assertThat(debits(streams, Debits.UNGUARDED, KeyExtractor.msgId()))
                     .as("the server's duplicate window dropped the resend: even the unguarded consumer debits once")
                     .isEqualTo(1);
-            assertGuardsDebitOnce(streams, KeyExtractor.msgId());
-        }
-    }
-
-    @Test
-    void lostPubAck_resendWithoutMsgId_storedTwice_unguardedDebitsTwice_guardsOnce() throws Exception {
-        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "resendnoid");
-                TcpProxy proxy = proxyToServer();
-                Connection producer = NatsFixture.connectNoticingDeadLink("nats://127.0.0.1:" + proxy.port())) {
-            JetStream js = shortTimeout(producer);
-            js.publish(withKeyOnly(streams.subject("pay"), "warmup", "warmup:0"));
-            proxy.blackholeExisting();
-            Message payment = withKeyOnly(streams.subject("pay"), "pay-2", "acc:70");
-            int attempts = 0;
-            while (true) {
-                attempts++;
-                try {
-                    js.publish(payment);
-                    break;
-                } catch (IOException timeout) {
-                    assertThat(attempts)
-                            .as("the resend goes through once the client reconnected")
-                            .isLessThan(50);
-                    Thread.sleep(200);
-                }
-            }
-
-            assertThat(attempts).as("the first publish timed out").isGreaterThan(1);
-            // Every publish that timed out while the client reconnected may be stored too (flushed on reconnect).
-            long copies = streams.stored() - 1;
-            assertThat(copies).as("copies of the payment besides the warm-up").isBetween(2L, (long) attempts);
-            KeyExtractor businessKey = KeyExtractor.header(KEY_HEADER);
-            assertThat(debits(streams, Debits.UNGUARDED, businessKey)).isEqualTo(copies);
-            assertGuardsDebitOnce(streams, businessKey);
-        }
-    }
-
-    @Test
-    void resendAfterDuplicateWindow_storedTwice_unguardedDebitsTwice_guardsOnce() throws Exception {
-        try (NatsFixture.Streams streams = new NatsFixture.Streams(nats, "resendlate", Duration.ofSeconds(1))) {
-            JetStream js = nats.jetStream();
-            Message payment = NatsProducers.message(streams.subject("pay"), "pay-3", bytes("acc:40"));
-            assertThat(js.publish(payment).isDuplicate()).isFalse();
-            assertThat(js.publish(payment).isDuplicate())
-                    .as("within the window")
-                    .isTrue();
-            await().atMost(WAIT)
-                    .pollInterval(Duration.ofMillis(250))
-                    .alias("a resend after the window is stored again")
-                    .until(() -> !js.publish(payment).isDuplicate());
-
-            assertThat(streams.stored()).isEqualTo(2);
-            assertThat(debits(streams, Debits.UNGUARDED, KeyExtractor.msgId())).isEqualTo(2);
-            assertGuardsDebitOnce(streams, KeyExtractor.msgId());
-        }
-    }
-
-    private static void assertGuardsDebitOnce(NatsFixture.Streams streams, KeyExtractor key) throws Exception {
-        for (Debits mode : new Debits[] {Debits.LEASE, Debits.INBOX}) {
-            assertThat(debits(streams, mode, key)).as(mode + " effects").isEqualTo(1);
         }
     }
 
@@ -161,15 +97,6 @@ class ProducerResendTest {
     private static JetStream shortTimeout(Connection connection) throws IOException {
         return connection.jetStream(
                 JetStreamOptions.builder().requestTimeout(Duration.ofSeconds(1)).build());
-    }
-
-    /** A message whose business key travels in a header of its own, without {@value NatsProducers#MSG_ID}. */
-    private static Message withKeyOnly(String subject, String key, String body) {
-        return NatsMessage.builder()
-                .subject(subject)
-                .headers(new Headers().put(KEY_HEADER, key))
-                .data(bytes(body))
-                .build();
     }
 
     private static byte[] bytes(String s) {

@@ -18,22 +18,10 @@ class ServerSettingsTest {
             .build();
 
     @Test
-    void explicitAcks_unboundedDelivery_inProgressEveryThirdOfAckWait_noWarnings() {
+    void explicitAcks_inProgressEveryThirdOfAckWait_noWarnings() {
         ServerSettings s = check(EXPLICIT, null);
         assertThat(s.progressEvery()).isEqualTo(Duration.ofSeconds(10));
-        assertThat(s.maxDeliver()).isEqualTo(-1);
-        assertThat(s.lastDelivery(1_000_000)).isFalse();
         assertThat(s.warnings()).isEmpty();
-    }
-
-    @Test
-    void backOffStepShorterThanAckWait_inProgressEveryThirdOfTheShortestStep() {
-        ServerSettings s = check(
-                ConsumerConfiguration.builder(EXPLICIT)
-                        .backoff(Duration.ofSeconds(3), Duration.ofSeconds(60))
-                        .build(),
-                null);
-        assertThat(s.progressEvery()).isEqualTo(Duration.ofSeconds(1));
     }
 
     @Test
@@ -75,15 +63,6 @@ class ServerSettingsTest {
                                 null)
                         .warnings())
                 .isEmpty();
-    }
-
-    @Test
-    void boundedMaxDeliver_lastDeliveryKnown_andWarned() {
-        ServerSettings s =
-                check(ConsumerConfiguration.builder(EXPLICIT).maxDeliver(5).build(), null);
-        assertThat(s.lastDelivery(4)).isFalse();
-        assertThat(s.lastDelivery(5)).isTrue();
-        assertThat(s.warnings()).singleElement().asString().contains("MaxDeliver 5");
     }
 
     @Test

@@ -18,6 +18,41 @@ final class AutoCommit {
         T run(Connection c) throws SQLException;
     }
 
+    /**
+     * As {@link #run}, except that a connection handed out with auto-commit off is not switched: the work runs in a
+     * transaction of its own, committed when it returns (rolled back when it throws). For MariaDB/MySQL, whose driver
+     * sends each switch of auto-commit to the server (two round trips per call) while the commit is one, and only for
+     * work whose reads come after its writes or see nothing a race could hide: InnoDB takes a repeatable-read
+     * snapshot at the first read of a table, so such a read still sees the latest committed rows.
+     */
+    static <T> T runCommittingInPlace(DataSource dataSource, Work<T> work) throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            if (c.getAutoCommit()) {
+                return work.run(c);
+            }
+            c.rollback();
+            boolean committed = false;
+            try {
+                T result = work.run(c);
+                c.commit();
+                committed = true;
+                return result;
+            } finally {
+                if (!committed) {
+                    rollbackQuietly(c);
+                }
+            }
+        }
+    }
+
+    private static void rollbackQuietly(Connection c) {
+        try {
+            c.rollback();
+        } catch (SQLException e) {
+            // The connection is broken: the pool drops it, and the database ends the transaction.
+        }
+    }
+
     static <T> T run(DataSource dataSource, Work<T> work) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();

@@ -393,9 +393,9 @@ public final class JdbcInbox {
         boolean claimed;
         boolean tookOver;
 
-        Pending(IdempotencyKey key, Delivery delivery, int firstIndex) {
+        Pending(IdempotencyKey key, String id, Delivery delivery, int firstIndex) {
             this.key = key;
-            this.id = key.storageId();
+            this.id = id;
             this.delivery = delivery;
             this.firstIndex = firstIndex;
         }
@@ -429,9 +429,10 @@ public final class JdbcInbox {
                 outcomes[i] = Outcome.rejected(badFingerprint.get());
                 continue;
             }
-            Pending first = pending.get(key.storageId());
+            String id = key.storageId(); // built anew at each call: once per delivery
+            Pending first = pending.get(id);
             if (first == null) {
-                pending.put(key.storageId(), new Pending(key, d, i));
+                pending.put(id, new Pending(key, id, d, i));
             } else if (mismatch(d.fingerprint(), first.fingerprint())) {
                 outcomes[i] = keyReused(key);
             } else {

@@ -453,11 +453,17 @@ public final class JdbcStore implements IdempotencyStore {
         }
     }
 
-    /** Runs single statements (each atomic on its own) on a borrowed connection in auto-commit. */
+    /**
+     * Runs single statements (each atomic on its own) on a borrowed connection in auto-commit; on MariaDB/MySQL a
+     * connection handed out with auto-commit off runs them in one transaction committed at once instead (every read
+     * here follows the write it explains, see {@link AutoCommit#runCommittingInPlace}).
+     */
     private <T> T inAutoCommit(String what, Work<T> work) {
         ensureOpen();
         try {
-            return AutoCommit.run(dataSource, work::run);
+            return sql.mysqlFamily()
+                    ? AutoCommit.runCommittingInPlace(dataSource, work::run)
+                    : AutoCommit.run(dataSource, work::run);
         } catch (SQLException e) {
             throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what);
         }

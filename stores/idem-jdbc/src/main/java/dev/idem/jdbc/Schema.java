@@ -161,21 +161,61 @@ public final class Schema {
         create(dataSource, dialect, DEFAULT_TABLE, table, store);
     }
 
-    /** Runs the shipped statements of {@code defaultTable} for {@code table}, each creating only what is missing. */
+    /**
+     * Runs the shipped statements of {@code defaultTable} for {@code table}, each creating only what is missing. Two
+     * processes starting at once on a fresh database may both try to create an object ({@code IF NOT EXISTS} does not
+     * serialize them on PostgreSQL): the one that loses sees the other's object and runs the statements again.
+     */
     static void create(DataSource dataSource, Dialect dialect, String defaultTable, String table, String store) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                runDdl(dataSource, dialect, defaultTable, table);
+                return;
+            } catch (SQLException e) {
+                if (!createdMeanwhile(e) || attempt == DDL_ATTEMPTS) {
+                    throw new StoreUnavailableException(
+                            store, "creating table " + table + " failed: " + e.getMessage(), e);
+                }
+            }
+        }
+    }
+
+    /** Each lost race leaves one more object created by the winner: the shipped DDL has fewer objects than this. */
+    private static final int DDL_ATTEMPTS = 8;
+
+    private static void runDdl(DataSource dataSource, Dialect dialect, String defaultTable, String table)
+            throws SQLException {
         try (Connection c = dataSource.getConnection();
                 Statement s = c.createStatement()) {
-            for (String sql : ddl(dialect, defaultTable, table)) {
-                if (dialect == Dialect.MYSQL && isSequence(sql)) {
-                    continue;
+            try {
+                for (String sql : ddl(dialect, defaultTable, table)) {
+                    if (dialect == Dialect.MYSQL && isSequence(sql)) {
+                        continue;
+                    }
+                    s.execute(sql);
                 }
-                s.execute(sql);
+                if (!c.getAutoCommit()) {
+                    c.commit();
+                }
+            } catch (SQLException e) {
+                if (!c.getAutoCommit()) {
+                    c.rollback();
+                }
+                throw e;
             }
-            if (!c.getAutoCommit()) {
-                c.commit();
-            }
-        } catch (SQLException e) {
-            throw new StoreUnavailableException(store, "creating table " + table + " failed: " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * A unique violation in the catalog, or an object that already exists (H2 says so in a general error): a concurrent
+     * creation won the race.
+     */
+    private static boolean createdMeanwhile(SQLException e) {
+        String state = e.getSQLState();
+        return "23505".equals(state)
+                || "42P07".equals(state)
+                || "42710".equals(state)
+                || "42S01".equals(state)
+                || ("50000".equals(state) && String.valueOf(e.getMessage()).contains("already exists"));
     }
 }

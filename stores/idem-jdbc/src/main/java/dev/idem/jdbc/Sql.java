@@ -34,6 +34,17 @@ final class Sql {
             "id, state, owner_token, fencing_token, expires_at, completed_at, fingerprint, result_data";
     private static final String READ_COLUMNS =
             "state, owner_token, fencing_token, expires_at, completed_at, fingerprint, result_data";
+    /*
+     * PostgreSQL: the names the batch statements give their own rows hold a blank, which no table name may
+     * (Schema#TABLE_NAME): a table of any allowed name is neither hidden by them nor hides them.
+     */
+    private static final String IDS = "\"idem ids\"";
+    private static final String GIVEN = "\"idem given\"";
+    private static final String INSERTED = "\"idem inserted\"";
+    private static final String CLOCK = "\"idem clock\"";
+    private static final String BEFORE = "\"idem before\"";
+    private static final String CLAIMED = "\"idem claimed\"";
+    private static final String MARK = "\"idem mark\"";
 
     /** Orders ids as the databases do (UTF-8 bytes, binary collation), so that locks are taken in one order. */
     static final Comparator<String> ID_ORDER =
@@ -51,6 +62,7 @@ final class Sql {
     private final String completeOnDatabaseClock;
     private final String extendOnGivenClock;
     private final String extendOnDatabaseClock;
+    private final String insertMarksFromArrays;
 
     Sql(Dialect dialect, String table) {
         this.dialect = dialect;
@@ -69,6 +81,7 @@ final class Sql {
         this.completeOnDatabaseClock = complete(nowExpression());
         this.extendOnGivenClock = extend(given);
         this.extendOnDatabaseClock = extend(nowExpression());
+        this.insertMarksFromArrays = insertMarksFromArrays();
     }
 
     boolean mysqlFamily() {
@@ -83,13 +96,7 @@ final class Sql {
 
     /** The database's clock in epoch milliseconds, read in UTC whatever the session's time zone. */
     static long databaseNowMillis(Dialect dialect, Connection c) throws SQLException {
-        String query = switch (dialect) {
-            case POSTGRESQL -> "SELECT CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
-            // UTC, not the session's local time: NOW() cannot tell the two occurrences of a repeated DST hour apart.
-            case MARIADB, MYSQL ->
-                "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000";
-            case H2 -> "SELECT CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
-        };
+        String query = "SELECT " + dialect.nowMillis();
         try (Statement s = c.createStatement();
                 ResultSet rs = s.executeQuery(query)) {
             rs.next();
@@ -113,11 +120,21 @@ final class Sql {
     Map<String, Row> selectMany(Connection c, List<String> sortedIds, Lock lock) throws SQLException {
         Map<String, Row> rows = new HashMap<>();
         for (List<String> chunk : chunks(sortedIds)) {
-            String sql = "SELECT id, " + READ_COLUMNS + " FROM " + table + " WHERE id IN (" + marks(chunk.size())
-                    + ") ORDER BY id" + lockClause(lock);
+            // PostgreSQL: one text whatever the size, the ids as one array parameter, one probe per id in the
+            // array's (sorted) order, which is the order the rows are locked in.
+            boolean array = dialect == Dialect.POSTGRESQL;
+            String sql = array
+                    ? "SELECT t.* FROM unnest(CAST(? AS varchar[])) AS " + IDS + "(id) CROSS JOIN LATERAL "
+                            + probe(IDS + ".id", lockClause(lock)) + " t"
+                    : "SELECT id, " + READ_COLUMNS + " FROM " + table + " WHERE id IN (" + marks(chunk.size())
+                            + ") ORDER BY id" + lockClause(lock);
             try (PreparedStatement ps = c.prepareStatement(sql)) {
-                for (int i = 0; i < chunk.size(); i++) {
-                    ps.setString(i + 1, chunk.get(i));
+                if (array) {
+                    ps.setArray(1, c.createArrayOf("varchar", chunk.toArray(new String[0])));
+                } else {
+                    for (int i = 0; i < chunk.size(); i++) {
+                        ps.setString(i + 1, chunk.get(i));
+                    }
                 }
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
@@ -184,11 +201,7 @@ final class Sql {
      * instead of in a round trip of their own.
      */
     String nowExpression() {
-        return switch (dialect) {
-            case POSTGRESQL -> "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)";
-            case MARIADB, MYSQL -> "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)";
-            case H2 -> "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
-        };
+        return dialect.nowMillis();
     }
 
     /**
@@ -242,21 +255,24 @@ final class Sql {
         // `before` locks the row and reads its latest version (read committed follows a concurrent update), and the
         // insert reads `before` first, so the row it then rewrites is the one `before` shows. A takeover draws its
         // token once it holds the row, so the token is greater than that of every claim the row had.
-        return "WITH clock AS (SELECT " + clock + " AS now),"
-                + " before AS (SELECT " + READ_COLUMNS + " FROM " + table + " WHERE id = ? FOR UPDATE),"
-                + " claimed AS (INSERT INTO " + table + " AS cur (" + COLUMNS + ")"
-                + " SELECT ?, '" + PROCESSING + "', ?, nextval('" + sequence + "'), clock.now + ?, NULL, ?, NULL"
-                + " FROM clock LEFT JOIN before ON TRUE"
+        return "WITH " + CLOCK + " AS (SELECT " + clock + " AS now),"
+                + " " + BEFORE + " AS (SELECT " + READ_COLUMNS + " FROM " + table + " WHERE id = ? FOR UPDATE),"
+                + " " + CLAIMED + " AS (INSERT INTO " + table + " AS cur (" + COLUMNS + ")"
+                + " SELECT ?, '" + PROCESSING + "', ?, nextval('" + sequence + "'), " + CLOCK
+                + ".now + ?, NULL, ?, NULL"
+                + " FROM " + CLOCK + " LEFT JOIN " + BEFORE + " ON TRUE"
                 + " ON CONFLICT (id) DO UPDATE SET state = '" + PROCESSING + "', owner_token = EXCLUDED.owner_token,"
                 + " fencing_token = CASE WHEN cur.state = '" + PROCESSING + "' AND cur.owner_token ="
                 + " EXCLUDED.owner_token THEN cur.fencing_token ELSE nextval('" + sequence + "') END,"
                 + " expires_at = EXCLUDED.expires_at, completed_at = NULL, fingerprint = EXCLUDED.fingerprint,"
                 + " result_data = NULL"
-                + " WHERE cur.expires_at <= (SELECT now FROM clock)"
+                + " WHERE cur.expires_at <= (SELECT now FROM " + CLOCK + ")"
                 + " OR (cur.state = '" + PROCESSING + "' AND cur.owner_token = EXCLUDED.owner_token)"
                 + " RETURNING cur.fencing_token, cur.expires_at, (cur.xmax = 0) AS inserted)"
-                + " SELECT clock.now, claimed.fencing_token, claimed.expires_at, claimed.inserted, before.*"
-                + " FROM clock LEFT JOIN claimed ON TRUE LEFT JOIN before ON TRUE";
+                + " SELECT " + CLOCK + ".now, " + CLAIMED + ".fencing_token, " + CLAIMED + ".expires_at, " + CLAIMED
+                + ".inserted,"
+                + " " + BEFORE + ".*"
+                + " FROM " + CLOCK + " LEFT JOIN " + CLAIMED + " ON TRUE LEFT JOIN " + BEFORE + " ON TRUE";
     }
 
     /** A new claim to insert. */
@@ -440,15 +456,20 @@ final class Sql {
             return new Marks(inserted, found);
         }
         for (List<String> chunk : chunks(sortedIds)) {
+            if (dialect == Dialect.POSTGRESQL && chunk.size() > 1) {
+                insertMarksFromArrays(c, chunk, fingerprints, owner, now, expiresAt, lockWaitSeconds, inserted, found);
+                continue;
+            }
             String values =
                     String.join(", ", Collections.nCopies(chunk.size(), "(?, '" + DONE + "', ?, 0, ?, ?, ?, NULL)"));
             String sql = switch (dialect) {
                 // The CTE's insert and select share one snapshot: the select sees the marks that were there, not
                 // those the insert added (read from its RETURNING) nor one a concurrent copy committed meanwhile.
                 case POSTGRESQL ->
-                    "WITH inserted AS (INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values
+                    "WITH " + INSERTED + " AS (INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values
                             + " ON CONFLICT DO NOTHING RETURNING id, " + READ_COLUMNS + ") SELECT id, "
-                            + READ_COLUMNS + " FROM inserted UNION ALL SELECT id, " + READ_COLUMNS + " FROM " + table
+                            + READ_COLUMNS + " FROM " + INSERTED + " UNION ALL SELECT id, " + READ_COLUMNS + " FROM "
+                            + table
                             + " WHERE id IN (" + marks(chunk.size()) + ")";
                 // A no-op update of a taken id makes RETURNING answer its row as it is (locked, latest committed).
                 case MARIADB ->
@@ -496,6 +517,72 @@ final class Sql {
         }
         found.keySet().removeAll(inserted); // PostgreSQL: a mark purged between the snapshot and the insert
         return new Marks(inserted, found);
+    }
+
+    /**
+     * PostgreSQL's batch of marks as one statement whose text does not depend on the batch's size: the ids and
+     * fingerprints travel as two array parameters, so the server plans it once per connection, and the taken ids
+     * are read one primary-key probe each (see {@link #probe}) instead of through an {@code IN} list of one parameter
+     * per id, whose text changes with every size and whose plan on a small or fresh table scans the whole table.
+     * Inserts in the arrays' (sorted) order. Same answers as the one-row statement of {@link #insertMarks}.
+     */
+    private void insertMarksFromArrays(
+            Connection c,
+            List<String> sortedIds,
+            Map<String, @Nullable String> fingerprints,
+            String owner,
+            long now,
+            long expiresAt,
+            int lockWaitSeconds,
+            Set<String> inserted,
+            Map<String, Row> found)
+            throws SQLException {
+        String[] ids = sortedIds.toArray(new String[0]);
+        String[] prints = new String[ids.length];
+        for (int i = 0; i < ids.length; i++) {
+            prints[i] = fingerprints.get(ids[i]);
+        }
+        try (PreparedStatement ps = c.prepareStatement(insertMarksFromArrays)) {
+            ps.setQueryTimeout(lockWaitSeconds);
+            ps.setArray(1, c.createArrayOf("varchar", ids));
+            ps.setArray(2, c.createArrayOf("varchar", prints));
+            ps.setString(3, owner);
+            ps.setLong(4, expiresAt);
+            ps.setLong(5, now);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    String id = rs.getString(1);
+                    Row row = read(rs, 2);
+                    if (row.owner().equals(owner)) {
+                        inserted.add(id);
+                    } else {
+                        found.put(id, row);
+                    }
+                }
+            }
+        }
+    }
+
+    private String insertMarksFromArrays() {
+        // As the one-row statement: the CTE's insert and select share one snapshot, so the select sees the marks that
+        // were there, not those the insert added (read from its RETURNING).
+        return "WITH " + GIVEN + " AS (SELECT * FROM unnest(CAST(? AS varchar[]), CAST(? AS varchar[])) WITH ORDINALITY"
+                + " AS g(id, fingerprint, n)),"
+                + " " + INSERTED + " AS (INSERT INTO " + table + " (" + COLUMNS + ") SELECT id, '" + DONE
+                + "', ?, 0, ?, ?, fingerprint, NULL FROM " + GIVEN + " ORDER BY n ON CONFLICT DO NOTHING RETURNING id, "
+                + READ_COLUMNS + ")"
+                + " SELECT id, " + READ_COLUMNS + " FROM " + INSERTED + " UNION ALL SELECT t.* FROM " + GIVEN
+                + " CROSS JOIN LATERAL " + probe(GIVEN + ".id", "") + " t";
+    }
+
+    /**
+     * The row of one id as a subquery of its own ({@code OFFSET 0} keeps the planner from merging it into a join):
+     * each id of an array is looked up through the primary key, whatever the planner believes of the table's size
+     * (a fresh, never analyzed table that grows in a run would otherwise be scanned whole for every batch).
+     */
+    private String probe(String idExpression, String lock) {
+        return "(SELECT id, " + READ_COLUMNS + " FROM " + table + " AS " + MARK + " WHERE " + MARK + ".id = "
+                + idExpression + " OFFSET 0" + lock + ")";
     }
 
     /** How many of {@code ids} carry {@code owner}'s token, as this transaction sees them. */

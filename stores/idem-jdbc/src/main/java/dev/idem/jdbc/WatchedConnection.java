@@ -1,6 +1,7 @@
 package dev.idem.jdbc;
 
 import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.sql.CallableStatement;
 import java.sql.Connection;
@@ -8,7 +9,9 @@ import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The connection a handler gets on MariaDB/MySQL and H2, which roll a deadlock victim's whole transaction back, marks
@@ -25,6 +28,13 @@ final class WatchedConnection {
             CallableStatement.class,
             ResultSet.class,
             DatabaseMetaData.class);
+    /**
+     * The interface methods already opened: {@code Method.invoke} otherwise checks the caller's access on every call,
+     * and its one-entry cache misses whenever the target class changes (connection, statement, result set), which
+     * put access checks among the handler thread's hottest frames.
+     */
+    private static final Map<Method, Method> OPENED = new ConcurrentHashMap<>();
+
     private static final Set<String> ENDS_THE_TRANSACTION =
             Set.of("commit", "rollback", "setAutoCommit", "close", "abort", "releaseSavepoint");
 
@@ -54,7 +64,7 @@ final class WatchedConnection {
                     }
                     Object result;
                     try {
-                        result = method.invoke(target, args);
+                        result = opened(method).invoke(target, args);
                     } catch (InvocationTargetException e) {
                         unsure = true;
                         Throwable cause = e.getCause();
@@ -63,5 +73,17 @@ final class WatchedConnection {
                     Class<?> returned = method.getReturnType();
                     return result != null && WATCHED.contains(returned) ? watch(result, returned) : result;
                 }));
+    }
+
+    /**
+     * The opened copy of {@code method}. Each proxy class hands its handler its own copy of an interface method
+     * ({@code Statement.close()} through a statement and through a prepared statement), equal but opened apart, so the
+     * copies are keyed by equality and the first one opened serves them all.
+     */
+    static Method opened(Method method) {
+        return OPENED.computeIfAbsent(method, m -> {
+            m.setAccessible(true); // a public method of java.sql: skips the access check per call
+            return m;
+        });
     }
 }

@@ -485,6 +485,44 @@ abstract class InboxTestBase extends InboxFixture {
         return Collections.nCopies(fresh.size(), Outcome.processed());
     }
 
+    /**
+     * Issue 24 review: PostgreSQL's batch of marks sends the ids and fingerprints as array literals. Keys and
+     * fingerprints that an array literal must quote (NULL, quotes, backslashes, braces, commas, blanks) and keys that
+     * differ only in case or a trailing blank are each their own key, stored as given.
+     */
+    @Test
+    void batchOfKeysAndFingerprintsThatArraysMustQuote_marksEachAsGiven() throws SQLException {
+        JdbcInbox inbox = inbox();
+        List<String> keys = List.of("NULL", "null", "a\"b", "a\\b", "{x,y}", "k", "k ", " k", "K", "é ü");
+        List<String> prints = List.of("NULL", "\"", "\\", "{}", ",", "x y".replace(' ', '~'), "a", "b", "c", "d");
+        List<Delivery> batch = new ArrayList<>();
+        for (int i = 0; i < keys.size(); i++) {
+            batch.add(Delivery.of(keys.get(i), prints.get(i)));
+        }
+
+        assertThat(inbox.handleBatch(batch, (c, fresh) -> Collections.nCopies(fresh.size(), Outcome.processed())))
+                .extracting(Outcome::type)
+                .containsOnly(Outcome.Type.PROCESSED);
+        assertThat(marks()).isEqualTo(keys.size());
+        for (int i = 0; i < keys.size(); i++) {
+            try (Connection c = db.connection();
+                    PreparedStatement ps = c.prepareStatement("SELECT fingerprint FROM idem_keys WHERE id = ?")) {
+                ps.setString(1, IdempotencyKey.of(namespace, keys.get(i)).storageId());
+                try (java.sql.ResultSet rs = ps.executeQuery()) {
+                    assertThat(rs.next()).as("mark of %s", keys.get(i)).isTrue();
+                    assertThat(rs.getString(1))
+                            .as("fingerprint of %s", keys.get(i))
+                            .isEqualTo(prints.get(i));
+                }
+            }
+        }
+        assertThat(inbox.handleBatch(batch, (c, fresh) -> {
+                    throw new AssertionError("every key is a duplicate: the handler must not run");
+                }))
+                .extracting(Outcome::type)
+                .containsOnly(Outcome.Type.DUPLICATE);
+    }
+
     private static List<Delivery> deliveries(String... keys) {
         return Arrays.stream(keys).map(Delivery::of).toList();
     }

@@ -31,6 +31,8 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -53,6 +55,16 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
         return databaseClock();
     }
 
+    /**
+     * Fewer random sequences than the contract's 1000 on a database server, where each try is dozens of round trips
+     * (40 s on MariaDB with manual commits); every run draws new ones. H2 runs all 1000.
+     */
+    @Override
+    @Property(tries = 250)
+    protected void randomDeliverySequences_keepEveryEffectExactlyOnce(@ForAll("deliverySequences") List<Step> steps) {
+        super.randomDeliverySequences_keepEveryEffectExactlyOnce(steps);
+    }
+
     @Override
     protected IdempotencyStore createStore(Clock clock) {
         return storeOn(database(), clock);
@@ -65,8 +77,15 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
                 .build();
     }
 
+    /** Whether the store's pool hands out connections in auto-commit. Default true. */
+    boolean autoCommitPool() {
+        return true;
+    }
+
     private DataSource database() {
-        return PerClassDatabase.of(getClass(), dialect()).dataSource();
+        return autoCommitPool()
+                ? PerClassDatabase.of(getClass(), dialect()).dataSource()
+                : PerClassDatabase.manualCommitPool(getClass(), dialect());
     }
 
     private JdbcStore storeOn(DataSource dataSource, Clock clock) {

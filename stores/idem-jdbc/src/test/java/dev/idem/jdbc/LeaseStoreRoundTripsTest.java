@@ -19,7 +19,8 @@ import org.junit.jupiter.params.provider.EnumSource;
  * Round trips on the wire per guarded message in lease mode ({@code Guard} + {@link JdbcStore}), counted by the
  * drivers' socket factory. PostgreSQL: a new message costs its claim and its completion, one statement each, a
  * duplicate its claim, on either clock. MariaDB: the claim of a free key is one insert, a duplicate's claim an insert
- * and a read; the database's clock costs one read more per claim.
+ * and a read; the database's clock costs one read more per claim. On a pool that hands out connections with auto-commit
+ * off, each of those statements costs one commit more on MariaDB, and nothing more on PostgreSQL.
  */
 class LeaseStoreRoundTripsTest {
     private static TestDatabase postgres;
@@ -55,10 +56,30 @@ class LeaseStoreRoundTripsTest {
         assertRoundTrips(mariadb, clock, 2 + clockRead, 2 + clockRead);
     }
 
+    /** Issue 24: switching auto-commit on and back off cost MariaDB two round trips per store call. */
+    @ParameterizedTest
+    @EnumSource(Clock.class)
+    void mariadb_onAManualCommitPool_eachStoreCallCostsOneCommitMore(Clock clock) {
+        int clockRead = clock == Clock.DATABASE ? 1 : 0;
+        assertRoundTrips(mariadb, clock, 2 + 2 + clockRead, 2 + 1 + clockRead, false);
+    }
+
+    @ParameterizedTest
+    @EnumSource(Clock.class)
+    void postgres_onAManualCommitPool_costsWhatItCostsInAutoCommit(Clock clock) {
+        assertRoundTrips(postgres, clock, 2, 1, false);
+    }
+
     private static void assertRoundTrips(TestDatabase db, Clock clock, long perNew, long perDuplicate) {
+        assertRoundTrips(db, clock, perNew, perDuplicate, true);
+    }
+
+    private static void assertRoundTrips(
+            TestDatabase db, Clock clock, long perNew, long perDuplicate, boolean autoCommitPool) {
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(CountingSocketFactory.urlWithCounting(db.url()));
         config.setMaximumPoolSize(1);
+        config.setAutoCommit(autoCommitPool);
         try (HikariDataSource pool = new HikariDataSource(config)) {
             JdbcStore store = JdbcStore.builder(pool)
                     .createTableIfMissing(true)

@@ -57,7 +57,10 @@ public abstract class RedisBuilder<B extends RedisBuilder<B>> {
         return self();
     }
 
-    /** The clock that decides when leases and records end. Default: the system UTC clock. */
+    /**
+     * The clock that decides when leases and records end. Default: the system UTC clock; a {@link RedisStore} takes
+     * the server's clock instead unless a clock is set here (see {@link RedisStore.Builder#useServerClock}).
+     */
     public B clock(Clock clock) {
         this.clock = Objects.requireNonNull(clock, "clock");
         this.clockSet = true;

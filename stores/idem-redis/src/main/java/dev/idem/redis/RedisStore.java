@@ -64,8 +64,8 @@ import org.jspecify.annotations.Nullable;
  *
  * <p><b>Records.</b> A key is one Redis hash {@code {prefix:namespace}:r:<stored key>} holding its state ({@code
  * PROCESSING}/{@code DONE}), owner token, fencing token, deadline (lease end or retention end), fingerprint and
- * result. The deadline is computed from the store's {@link Clock}, or from the server's {@code TIME} with {@link
- * Builder#useServerClock}, and decides; the Redis TTL (deadline plus {@link Builder#expiryMargin}) only collects
+ * result. The deadline is computed from the server's {@code TIME} (the default, see {@link Builder#useServerClock}),
+ * or from the store's {@link Clock} when one is set, and decides; the Redis TTL (deadline plus {@link Builder#expiryMargin}) only collects
  * garbage.
  *
  * <p><b>Fencing tokens</b> come from the counter {@code {prefix:namespace}:fence}: a claim hands out {@code
@@ -114,7 +114,7 @@ public final class RedisStore implements IdempotencyStore {
     private RedisStore(Builder b, RedisLink.Endpoint endpoint, boolean ownsClient, String description) {
         this.prefix = b.prefix;
         this.clock = b.clock;
-        this.serverClock = b.serverClock;
+        this.serverClock = b.serverClock();
         this.expiryMargin = b.expiryMargin;
         this.armingDelay = b.armingDelay;
         this.commandTimeout = b.commandTimeout;
@@ -628,7 +628,7 @@ public final class RedisStore implements IdempotencyStore {
     public static final class Builder extends RedisBuilder<Builder> {
         private Duration expiryMargin = Duration.ofHours(1);
         private Duration armingDelay = Duration.ofSeconds(3);
-        private boolean serverClock;
+        private @Nullable Boolean serverClock;
         private MarkLossPolicy markLossPolicy = MarkLossPolicy.untilRearmed();
         private IdempotencyListener listener = IdempotencyListener.NONE;
 
@@ -666,11 +666,18 @@ public final class RedisStore implements IdempotencyStore {
         /**
          * Take "now" from the Redis server's {@code TIME} for every lease and retention deadline instead of the
          * store's clock, so that consumers whose clocks disagree still agree on when a lease ends (one clock: the
-         * server's; on a Cluster, each master's for its slots). Cannot be combined with {@link #clock}. Default off.
+         * server's; on a Cluster, each master's for its slots). {@code true} cannot be combined with {@link #clock};
+         * {@code false} computes deadlines on the system UTC clock of each consumer. Default on, unless a {@link
+         * #clock} is set (a clock you drive, e.g. in tests, then decides).
          */
         public Builder useServerClock(boolean on) {
             this.serverClock = on;
             return this;
+        }
+
+        /** The server's clock unless switched off, or a clock was set and the server's was not asked for. */
+        boolean serverClock() {
+            return serverClock != null ? serverClock : !clockSet;
         }
 
         /** What happens after lost marks are detected. Default {@link MarkLossPolicy#untilRearmed()}. */
@@ -687,7 +694,7 @@ public final class RedisStore implements IdempotencyStore {
 
         /** The store; refuses {@link #useServerClock} together with an explicit {@link #clock}. */
         public RedisStore build() {
-            if (serverClock && clockSet) {
+            if (Boolean.TRUE.equals(serverClock) && clockSet) {
                 throw new ConfigurationException("useServerClock(true) takes every deadline from the Redis server, so"
                         + " the clock set on the builder would never be read: set one or the other");
             }

@@ -11,10 +11,13 @@ import java.util.HexFormat;
  * Redis TTLs only collect garbage. Fencing tokens and the arming of a namespace always read the server's {@code
  * TIME}.
  *
- * <p>A record is a hash: {@code s} state ({@code P} processing, {@code D} done), {@code o} owner, {@code t} fencing
- * token, {@code u} deadline (lease end or retention end), {@code c} claimed-at or completed-at, {@code f} fingerprint
- * and {@code r} result. Optional values travel and are stored as {@code "-"} (none) or {@code "+"} followed by the
- * value, so that a claim overwrites every field of a record with one {@code HSET}.
+ * <p>A record is one string, read with one {@code GET} and written with one {@code SET … PX} (its Redis TTL): {@code
+ * <s>|<t>|<u>|<c>|<length of o>|<length of f>|<o><f><r>}, where {@code s} is the state ({@code P} processing,
+ * {@code D} done), {@code t} the fencing token, {@code u} the deadline (lease end or retention end), {@code c}
+ * claimed-at or completed-at, {@code o} the owner, {@code f} the fingerprint and {@code r} the result (the rest of
+ * the string, any bytes). Optional values travel and are stored as {@code "-"} (none) or {@code "+"} followed by the
+ * value. A record of the hash format before 0.2.0 (fields {@code s o t u c f r}) is read as well, and rewritten as a
+ * string the first time a script writes it.
  *
  * <p>The sentinel ("epoch") of a namespace is {@code <generation>:<random id>} while armed, {@code
  * arming:<server ms>:<random id>} while a store that found the namespace empty waits out the arming delay, or {@code
@@ -53,6 +56,30 @@ record Script(String name, byte[] source, String sha) {
             """;
 
     /**
+     * The record of a key: {@code load(k)} answers {@code s, o, t, u, c, f, r} (t, u and c as numbers) or nothing,
+     * {@code save(k, s, o, t, u, c, f, r, ttl)} writes it with its TTL in ms. Needs {@link #SERVER_MS} for {@code int}.
+     */
+    private static final String RECORD = """
+            local function load(k)
+              local v = redis.pcall('GET', k)
+              if not v then return nil end
+              if type(v) == 'table' then
+                local h = redis.call('HMGET', k, 's', 'o', 't', 'u', 'c', 'f', 'r')
+                if not h[1] then return nil end
+                return h[1], h[2], tonumber(h[3]), tonumber(h[4]), tonumber(h[5]), h[6], h[7]
+              end
+              local s, t, u, c, lo, lf, at = string.match(v, '^(%a)|(%d+)|(%d+)|(%d+)|(%d+)|(%d+)|()')
+              lo, lf = tonumber(lo), tonumber(lf)
+              return s, string.sub(v, at, at + lo - 1), tonumber(t), tonumber(u), tonumber(c),
+                string.sub(v, at + lo, at + lo + lf - 1), string.sub(v, at + lo + lf)
+            end
+            local function save(k, s, o, t, u, c, f, r, ttl)
+              redis.call('SET', k, s .. '|' .. int(t) .. '|' .. int(u) .. '|' .. int(c) .. '|' .. #o .. '|' .. #f
+                .. '|' .. o .. f .. r, 'PX', int(ttl))
+            end
+            """;
+
+    /**
      * KEYS: sentinel, fencing counter, then the records (distinct, sorted). ARGV: the epoch the store expects ({@code
      * ""} before its first use of the namespace), a random id for a fresh arming ({@code ""} when an epoch is
      * expected), now ({@code ""}: the server's), the garbage-collection margin, the highest fencing token the store
@@ -64,7 +91,7 @@ record Script(String name, byte[] source, String sha) {
      * until, previous owner}}, {@code {"I", owner, until, fingerprint}} or {@code {"D", completed at, expires at,
      * fingerprint, result}}.
      */
-    static final Script CLAIM = of("claim", GEN + SERVER_MS + """
+    static final Script CLAIM = of("claim", GEN + SERVER_MS + RECORD + """
             local server = serverMs()
             local now = server
             if ARGV[3] ~= '' then now = tonumber(ARGV[3]) end
@@ -109,28 +136,24 @@ record Script(String name, byte[] source, String sha) {
               local a = 6 + (i - 3) * 3
               local owner, fp, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
               local untilMs = now + lease
-              local r = redis.call('HMGET', k, 's', 'o', 't', 'u', 'c', 'f', 'r')
+              local s, o, t, u, c, f, r = load(k)
               local function put()
                 issued = issued + 1
                 local token = base + issued
-                redis.call('HSET', k, 's', 'P', 'o', owner, 't', int(token), 'u', int(untilMs), 'c', int(now),
-                  'f', fp, 'r', '-')
-                redis.call('PEXPIRE', k, lease + margin)
+                save(k, 'P', owner, token, untilMs, now, fp, '-', lease + margin)
                 return token
               end
-              if not r[1] or (r[1] == 'D' and now >= tonumber(r[4])) then
+              if not s or (s == 'D' and now >= u) then
                 out[#out + 1] = {'C', put(), untilMs}
-              elseif r[1] == 'D' then
-                out[#out + 1] = {'D', tonumber(r[5]), tonumber(r[4]), r[6], r[7]}
-              elseif r[2] == owner then
-                redis.call('HSET', k, 'u', int(untilMs))
-                redis.call('PEXPIRE', k, lease + margin)
-                out[#out + 1] = {'C', tonumber(r[3]), untilMs}
-              elseif now < tonumber(r[4]) then
-                out[#out + 1] = {'I', r[2], tonumber(r[4]), r[6]}
+              elseif s == 'D' then
+                out[#out + 1] = {'D', c, u, f, r}
+              elseif o == owner then
+                save(k, s, o, t, untilMs, c, f, r, lease + margin)
+                out[#out + 1] = {'C', t, untilMs}
+              elseif now < u then
+                out[#out + 1] = {'I', o, u, f}
               else
-                local previous = r[2]
-                out[#out + 1] = {'T', put(), untilMs, previous}
+                out[#out + 1] = {'T', put(), untilMs, o}
               end
             end
             if issued > 0 then redis.call('SET', KEYS[2], int(base + issued)) end
@@ -142,27 +165,26 @@ record Script(String name, byte[] source, String sha) {
      * doneByOwner}: the answer when the record is already done by this very owner (a retry after a lost reply).
      * ARGV[1] owner, [2] now ({@code ""}: the server's).
      */
-    private static final String OWNED = SERVER_MS + """
+    private static final String OWNED = SERVER_MS + RECORD + """
             local k = KEYS[1]
             local now
             if ARGV[2] == '' then now = serverMs() else now = tonumber(ARGV[2]) end
-            local r = redis.call('HMGET', k, 's', 'o', 'u')
-            if not r[1] then return 'NOT_FOUND' end
-            if r[1] == 'D' then
-              if now >= tonumber(r[3]) then
+            local s, o, t, u, c, f, r = load(k)
+            if not s then return 'NOT_FOUND' end
+            if s == 'D' then
+              if now >= u then
                 redis.call('DEL', k)
                 return 'NOT_FOUND'
               end
-              if r[2] == ARGV[1] then return doneByOwner end
+              if o == ARGV[1] then return doneByOwner end
               return 'NOT_OWNER'
             end
-            if r[2] ~= ARGV[1] then return 'NOT_OWNER' end
+            if o ~= ARGV[1] then return 'NOT_OWNER' end
             """;
 
     /** ARGV[3] retention, [4] margin, [5] result. Completing again as the same owner answers APPLIED, unchanged. */
     static final Script COMPLETE = of("complete", "local doneByOwner = 'APPLIED'\n" + OWNED + """
-            redis.call('HSET', k, 's', 'D', 'u', int(now + tonumber(ARGV[3])), 'c', int(now), 'r', ARGV[5])
-            redis.call('PEXPIRE', k, tonumber(ARGV[3]) + tonumber(ARGV[4]))
+            save(k, 'D', o, t, now + tonumber(ARGV[3]), now, f, ARGV[5], tonumber(ARGV[3]) + tonumber(ARGV[4]))
             return 'APPLIED'
             """);
 
@@ -177,8 +199,7 @@ record Script(String name, byte[] source, String sha) {
      * that races the completion is no lost lease.
      */
     static final Script EXTEND = of("extend", "local doneByOwner = 'APPLIED'\n" + OWNED + """
-            redis.call('HSET', k, 'u', int(now + tonumber(ARGV[3])))
-            redis.call('PEXPIRE', k, tonumber(ARGV[3]) + tonumber(ARGV[4]))
+            save(k, s, o, t, now + tonumber(ARGV[3]), c, f, r, tonumber(ARGV[3]) + tonumber(ARGV[4]))
             return 'APPLIED'
             """);
 
@@ -186,12 +207,12 @@ record Script(String name, byte[] source, String sha) {
      * KEYS: the record. ARGV: now ({@code ""}: the server's). Returns the fields state, owner, token, deadline,
      * fingerprint, result, or an empty list when there is no record or it is done and its retention has ended.
      */
-    static final Script LOOKUP = of("lookup", SERVER_MS + """
+    static final Script LOOKUP = of("lookup", SERVER_MS + RECORD + """
             local now
             if ARGV[1] == '' then now = serverMs() else now = tonumber(ARGV[1]) end
-            local r = redis.call('HMGET', KEYS[1], 's', 'o', 't', 'u', 'f', 'r')
-            if not r[1] or (r[1] == 'D' and now >= tonumber(r[4])) then return {} end
-            return r
+            local s, o, t, u, c, f, r = load(KEYS[1])
+            if not s or (s == 'D' and now >= u) then return {} end
+            return {s, o, t, u, f, r}
             """);
 
     /**

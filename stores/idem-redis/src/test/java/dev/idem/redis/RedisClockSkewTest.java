@@ -59,6 +59,36 @@ class RedisClockSkewTest {
         }
     }
 
+    /**
+     * Issue 22 item 12: with every setting left at its default, a consumer whose JVM clock runs 0.8 of the lease ahead
+     * (the builder's default clock, standing for a skewed system clock) must not run the key while the first still
+     * runs it.
+     */
+    @Test
+    @Timeout(60)
+    void skewBeyondTwoThirdsOfTheLease_withDefaultSettings_neverLetsTheSecondConsumerRunTheKey() throws Exception {
+        RedisStore.Builder skewed = builder();
+        skewed.clock = AHEAD; // the system clock of a skewed machine: no setting changed
+        try (RedisStore first = builder().build();
+                RedisStore second = skewed.build()) {
+            try (Slow slow = Slow.start(guard(first), "default-settings");
+                    Guard secondGuard = guard(second)) {
+                AtomicInteger secondRuns = new AtomicInteger();
+                Awaitility.await("the second consumer keeps answering IN_PROGRESS for two leases")
+                        .during(LEASE.multipliedBy(2))
+                        .atMost(LEASE.multipliedBy(3))
+                        .pollInterval(Duration.ofMillis(50))
+                        .until(() -> secondGuard
+                                        .run(slow.key, secondRuns::incrementAndGet)
+                                        .type()
+                                == Outcome.Type.IN_PROGRESS);
+
+                assertThat(secondRuns).hasValue(0);
+                assertThat(slow.finish().type()).isEqualTo(Outcome.Type.PROCESSED);
+            }
+        }
+    }
+
     /** Why the server clock exists: with each consumer's own clock, the skewed one takes a live lease over. */
     @Test
     @Timeout(60)

@@ -158,9 +158,173 @@ class RedisStoreTest {
                         .isLessThanOrEqualTo(Duration.ofHours(3).toMillis());
                 assertThat(redis.pttl(keys.get(1))).isEqualTo(-1);
                 assertThat(redis.pttl(keys.get(2))).isEqualTo(-1);
-                assertThat(redis.hget(keys.get(0), "s")).isEqualTo("D");
+                assertThat(redis.get(keys.get(0))).startsWith("D|"); // the record's state comes first
             });
         }
+    }
+
+    /**
+     * Migration from 0.1: a record stored as a hash (fields s o t u c f r) by the earlier version is read as it was,
+     * and the first script that writes it rewrites it as a string.
+     */
+    @Test
+    void recordsOfTheEarlierHashFormat_areRead_andRewrittenAsStringsWhenWritten() {
+        try (RedisStore store = store(clock)) {
+            IdempotencyKey done = IdempotencyKey.of("hash-format", "done-1");
+            IdempotencyKey held = IdempotencyKey.of("hash-format", "held-1");
+            store.claim(claimOf(IdempotencyKey.of("hash-format", "arm"), "owner-x")); // arms the namespace
+            String tag = "{" + PREFIX + ":hash-format}";
+            long now = clock.instant().toEpochMilli();
+            withRedis(redis -> {
+                redis.hset(
+                        tag + ":r:done-1",
+                        java.util.Map.of(
+                                "s",
+                                "D",
+                                "o",
+                                "owner-a",
+                                "t",
+                                "7",
+                                "u",
+                                Long.toString(now + 3_600_000),
+                                "c",
+                                Long.toString(now),
+                                "f",
+                                "+print",
+                                "r",
+                                "+first"));
+                redis.hset(
+                        tag + ":r:held-1",
+                        java.util.Map.of(
+                                "s",
+                                "P",
+                                "o",
+                                "owner-b",
+                                "t",
+                                "8",
+                                "u",
+                                Long.toString(now + 30_000),
+                                "c",
+                                Long.toString(now),
+                                "f",
+                                "-",
+                                "r",
+                                "-"));
+            });
+
+            StoredRecord record = store.lookup(done).orElseThrow();
+            assertThat(record.state()).isEqualTo(DONE);
+            assertThat(record.fencingToken()).isEqualTo(7);
+            assertThat(record.result()).isEqualTo(bytes("first"));
+            assertThat(store.claim(claimOf(done, "owner-c"))).isInstanceOf(ClaimResult.Done.class);
+            assertThat(store.claim(claimOf(held, "owner-c"))).isInstanceOf(ClaimResult.InProgress.class);
+            assertThat(store.complete(held, "owner-b", bytes("second"), Duration.ofHours(1)))
+                    .isEqualTo(UpdateResult.APPLIED);
+
+            withRedis(redis -> assertThat(redis.type(tag + ":r:held-1")).isEqualTo("string"));
+            StoredRecord completed = store.lookup(held).orElseThrow();
+            assertThat(completed.state()).isEqualTo(DONE);
+            assertThat(completed.fencingToken()).isEqualTo(8);
+            assertThat(completed.result()).isEqualTo(bytes("second"));
+        }
+    }
+
+    /**
+     * Issue 24 review: the packed record keeps owner and fingerprint by length and the result as the rest of the
+     * string, so separators and digits inside them, a result of every byte value, an empty result and a large one all
+     * come back as stored, through claim, lookup and a duplicate's claim.
+     */
+    @Test
+    void packedRecords_keepFingerprintsAndResultsWithSeparatorsDigitsAndAnyBytes_asStored() {
+        try (RedisStore store = store(clock)) {
+            String fingerprint = "|D|1|2|3|4|5|+x|";
+            byte[] everyByte = new byte[256 * 3];
+            for (int i = 0; i < everyByte.length; i++) {
+                everyByte[i] = (byte) i;
+            }
+            byte[] large = new byte[3 * 1024 * 1024];
+            new java.util.Random(7).nextBytes(large);
+            List<byte[]> results = List.of(everyByte, new byte[0], bytes("|P|9|9|9|0|0|"), large);
+            for (int i = 0; i < results.size(); i++) {
+                IdempotencyKey key = IdempotencyKey.of("packed", "k|" + i + "|");
+                byte[] expected = results.get(i);
+                ClaimRequest request = ClaimRequest.of(key, "owner|" + i, LEASE).withFingerprint(fingerprint);
+                assertThat(store.claim(request)).isInstanceOf(ClaimResult.Claimed.class);
+                assertThat(store.lookup(key).orElseThrow().fingerprint()).isEqualTo(fingerprint);
+                assertThat(store.complete(key, "owner|" + i, results.get(i), Duration.ofHours(1)))
+                        .isEqualTo(UpdateResult.APPLIED);
+
+                StoredRecord record = store.lookup(key).orElseThrow();
+                assertThat(record.owner()).isEqualTo("owner|" + i);
+                assertThat(record.fingerprint()).isEqualTo(fingerprint);
+                assertThat(record.result()).as("result %d", i).isEqualTo(results.get(i));
+                ClaimResult again =
+                        store.claim(ClaimRequest.of(key, "other", LEASE).withFingerprint(fingerprint));
+                assertThat(again).isInstanceOfSatisfying(ClaimResult.Done.class, done -> {
+                    assertThat(done.fingerprint()).isEqualTo(fingerprint);
+                    assertThat(done.result()).isEqualTo(expected);
+                });
+            }
+            IdempotencyKey none = IdempotencyKey.of("packed", "no-result");
+            assertThat(store.claim(claimOf(none, "owner-n"))).isInstanceOf(ClaimResult.Claimed.class);
+            assertThat(store.complete(none, "owner-n", null, Duration.ofHours(1)))
+                    .isEqualTo(UpdateResult.APPLIED);
+            assertThat(store.lookup(none).orElseThrow().result()).isNull();
+        }
+    }
+
+    /**
+     * Issue 24 review, rolling upgrade: a lapsed claim a 0.1 consumer left as a hash is taken over with a greater
+     * fencing token, and a live one is extended and released by its owner, each write leaving a string record.
+     */
+    @Test
+    void claimsOfTheEarlierHashFormat_areTakenOverWithAGreaterToken_extendedAndReleased() {
+        try (RedisStore store = store(clock)) {
+            store.claim(claimOf(IdempotencyKey.of("hash-claims", "arm"), "owner-x")); // arms the namespace
+            String tag = "{" + PREFIX + ":hash-claims}";
+            long now = clock.instant().toEpochMilli();
+            long lapsedToken = 8; // drawn by 0.1 from the namespace's counter, as every token
+            withRedis(redis -> {
+                redis.hset(tag + ":r:lapsed", hashClaim("owner-a", lapsedToken, now - 1, now - 30_000));
+                redis.hset(tag + ":r:live", hashClaim("owner-b", 9, now + 30_000, now));
+            });
+            IdempotencyKey lapsed = IdempotencyKey.of("hash-claims", "lapsed");
+            IdempotencyKey live = IdempotencyKey.of("hash-claims", "live");
+
+            assertThat(store.claim(claimOf(lapsed, "owner-c")))
+                    .isInstanceOfSatisfying(ClaimResult.TakenOver.class, t -> {
+                        assertThat(t.previousOwner()).isEqualTo("owner-a");
+                        assertThat(t.fencingToken()).isGreaterThan(lapsedToken);
+                    });
+            assertThat(store.extend(live, "owner-b", Duration.ofMinutes(2))).isEqualTo(UpdateResult.APPLIED);
+            StoredRecord extended = store.lookup(live).orElseThrow();
+            assertThat(extended.fencingToken()).isEqualTo(9);
+            assertThat(extended.expiresAt()).isEqualTo(clock.instant().plus(Duration.ofMinutes(2)));
+            withRedis(redis -> {
+                assertThat(redis.type(tag + ":r:lapsed")).isEqualTo("string");
+                assertThat(redis.type(tag + ":r:live")).isEqualTo("string");
+            });
+            assertThat(store.release(live, "owner-b")).isEqualTo(UpdateResult.APPLIED);
+            assertThat(store.lookup(live)).isEmpty();
+        }
+    }
+
+    private static java.util.Map<String, String> hashClaim(String owner, long token, long until, long claimedAt) {
+        return java.util.Map.of(
+                "s",
+                "P",
+                "o",
+                owner,
+                "t",
+                Long.toString(token),
+                "u",
+                Long.toString(until),
+                "c",
+                Long.toString(claimedAt),
+                "f",
+                "-",
+                "r",
+                "-");
     }
 
     @Test

@@ -1,0 +1,59 @@
+package dev.idem.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.IdempotencyKey;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.testsupport.TestDatabase;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Several consumers starting at the same moment on a fresh database, each with {@code createTableIfMissing(true)}:
+ * PostgreSQL's {@code CREATE … IF NOT EXISTS} does not serialize them, and the losers failed with a unique violation
+ * in the catalog (reported as the store unavailable). Every one must start.
+ */
+class PostgresConcurrentSchemaTest {
+    private static final int STARTING = 6;
+
+    @Test
+    void storesStartingAtOnce_onAFreshTable_allStart() throws Exception {
+        ExecutorService pool = Executors.newFixedThreadPool(STARTING);
+        try (TestDatabase db = TestDatabase.postgres("PostgresConcurrentSchemaTest")) {
+            for (int round = 0; round < 10; round++) {
+                String table = "fresh_" + round;
+                CyclicBarrier together = new CyclicBarrier(STARTING);
+                List<Future<JdbcStore>> starts = new ArrayList<>();
+                for (int i = 0; i < STARTING; i++) {
+                    starts.add(pool.submit(() -> {
+                        together.await(10, TimeUnit.SECONDS);
+                        return JdbcStore.builder(db.dataSource())
+                                .table(table)
+                                .createTableIfMissing(true)
+                                .build();
+                    }));
+                }
+                for (Future<JdbcStore> start : starts) {
+                    try (JdbcStore store = start.get(30, TimeUnit.SECONDS)) {
+                        assertThat(store.claim(ClaimRequest.of(
+                                        IdempotencyKey.of("orders", "o-" + starts.indexOf(start)),
+                                        "owner",
+                                        Duration.ofMinutes(1))))
+                                .as("table %s", table)
+                                .isInstanceOf(ClaimResult.Claimed.class);
+                    }
+                }
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+}

@@ -1,0 +1,66 @@
+package dev.idem.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.sql.CallableStatement;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+class WatchedConnectionTest {
+
+    /**
+     * Every proxy class hands its handler its own copy of an interface method: {@code Statement.close()} arrives as one
+     * {@code Method} through a statement and as another, equal one through a prepared or callable statement. Opening
+     * only the first copy left the others checking the caller's access on every call.
+     */
+    @Test
+    @SuppressWarnings("deprecation") // isAccessible: the flag that setAccessible sets, which canAccess does not show
+    void statementMethod_reachedThroughEveryStatementKind_isInvokedOpened() throws Exception {
+        List<Method> copies = new ArrayList<>();
+        for (Class<?> kind : List.of(Statement.class, PreparedStatement.class, CallableStatement.class)) {
+            Statement statement = (Statement) Proxy.newProxyInstance(
+                    getClass().getClassLoader(), new Class<?>[] {kind}, (proxy, method, args) -> {
+                        copies.add(method);
+                        return null;
+                    });
+            statement.close();
+        }
+        assertThat(copies).hasSize(3).allMatch(copies.get(0)::equals);
+        assertThat(copies.get(1)).isNotSameAs(copies.get(0));
+
+        for (int i = 0; i < copies.size(); i++) {
+            assertThat(WatchedConnection.opened(copies.get(i)).isAccessible())
+                    .as("%s as the proxy of %s hands it", copies.get(i), i)
+                    .isTrue();
+        }
+    }
+
+    @Test
+    void statementsOfEveryKind_throughTheWatchedConnection_stillWork() throws Exception {
+        try (Connection raw = DriverManager.getConnection("jdbc:h2:mem:watched")) {
+            WatchedConnection watched = new WatchedConnection(raw);
+            Connection c = watched.connection();
+            try (Statement s = c.createStatement()) {
+                s.execute("create table t (v int)");
+            }
+            try (PreparedStatement p = c.prepareStatement("insert into t values (?)")) {
+                p.setInt(1, 7);
+                p.executeUpdate();
+            }
+            try (CallableStatement call = c.prepareCall("select v from t");
+                    ResultSet rs = call.executeQuery()) {
+                assertThat(rs.next()).isTrue();
+                assertThat(rs.getInt(1)).isEqualTo(7);
+            }
+            assertThat(watched.provablyIntact()).isTrue();
+        }
+    }
+}

@@ -17,8 +17,10 @@ module dev.idem.spring {
     requires spring.tx;
     requires static com.rabbitmq.client;
     requires static dev.idem.micrometer;
+    requires static dev.idem.outbox;
     requires static dev.idem.rabbitmq;
     requires static dev.idem.redis;
+    requires static dev.idem.rocketmq;
     requires static flyway.core;
     requires static kafka.clients;
     requires static lettuce.core;
@@ -28,6 +30,7 @@ module dev.idem.spring {
     requires static micrometer.observation;
     requires static org.jspecify;
     requires static spring.boot.actuator;
+    requires static spring.boot.flyway;
     requires static spring.boot.actuator.autoconfigure;
     requires static spring.amqp;
     requires static spring.boot.health;
@@ -35,11 +38,14 @@ module dev.idem.spring {
     requires static spring.kafka;
     requires static spring.messaging;
     requires static spring.rabbit;
+    requires static rocketmq.spring.boot;
 
     exports dev.idem.spring;
     exports dev.idem.spring.actuate;
     exports dev.idem.spring.kafka;
+    exports dev.idem.spring.outbox;
     exports dev.idem.spring.rabbit;
+    exports dev.idem.spring.rocketmq;
     exports dev.idem.spring.schema;
 
     opens dev.idem.spring to
@@ -54,7 +60,15 @@ module dev.idem.spring {
             spring.core,
             spring.beans,
             spring.context;
+    opens dev.idem.spring.outbox to
+            spring.core,
+            spring.beans,
+            spring.context;
     opens dev.idem.spring.rabbit to
+            spring.core,
+            spring.beans,
+            spring.context;
+    opens dev.idem.spring.rocketmq to
             spring.core,
             spring.beans,
             spring.context;

@@ -1,6 +1,7 @@
 package dev.idem.spring;
 
 import dev.idem.RetryPolicy;
+import dev.idem.rocketmq.DelayLevels;
 import java.time.Duration;
 import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
@@ -22,6 +23,7 @@ public class IdemProperties {
     private final Redis redis = new Redis();
     private final Kafka kafka = new Kafka();
     private final Rabbit rabbit = new Rabbit();
+    private final RocketMQ rocketmq = new RocketMQ();
 
     public @Nullable String getNamespace() {
         return namespace;
@@ -61,6 +63,10 @@ public class IdemProperties {
 
     public Rabbit getRabbit() {
         return rabbit;
+    }
+
+    public RocketMQ getRocketmq() {
+        return rocketmq;
     }
 
     /** The database: the inbox of transactional calls, the lease store when there is no Redis, the purge. */
@@ -160,7 +166,7 @@ public class IdemProperties {
         }
     }
 
-    /** Back-off and bound of redeliveries, shared by the spring-kafka and spring-rabbit settings. */
+    /** Back-off and bound of redeliveries, shared by the spring-kafka, spring-rabbit and rocketmq-spring settings. */
     public static class Retries {
         /** Delay before the next delivery of a message whose outcome was OUT_OF_ORDER or FAILED, at first. */
         private Duration initialDelay = Duration.ofMillis(200);
@@ -237,9 +243,6 @@ public class IdemProperties {
         /** Publish records that are dead-lettered to {@code <topic>-dlt} (needs a KafkaTemplate). */
         private boolean deadLetter = true;
 
-        /** Delay before a record whose key is IN_PROGRESS is delivered again, when the guard suggests none. */
-        private Duration inProgressDelay = Duration.ofSeconds(1);
-
         public boolean isErrorHandler() {
             return errorHandler;
         }
@@ -254,14 +257,6 @@ public class IdemProperties {
 
         public void setDeadLetter(boolean deadLetter) {
             this.deadLetter = deadLetter;
-        }
-
-        public Duration getInProgressDelay() {
-            return inProgressDelay;
-        }
-
-        public void setInProgressDelay(Duration inProgressDelay) {
-            this.inProgressDelay = inProgressDelay;
         }
     }
 
@@ -290,6 +285,37 @@ public class IdemProperties {
 
         public void setConfirmTimeout(Duration confirmTimeout) {
             this.confirmTimeout = confirmTimeout;
+        }
+    }
+
+    /**
+     * Redeliveries and dead letters of {@code @RocketMQMessageListener}s whose {@code onMessage} is {@code @Idempotent},
+     * through idem-rocketmq's listeners ({@code %RETRY%<group>}, {@code %DLQ%<group>} with the reason).
+     */
+    public static class RocketMQ extends Retries {
+        /** Replace the message handling of the containers of {@code @Idempotent} listeners with idem-rocketmq's. */
+        private boolean listener = true;
+
+        /**
+         * The broker's {@code messageDelayLevel} table, from which a retry's delay level is chosen (the first at least
+         * as long as the back-off). Default: RocketMQ's own.
+         */
+        private String delayLevels = DelayLevels.ROCKETMQ_DEFAULT;
+
+        public boolean isListener() {
+            return listener;
+        }
+
+        public void setListener(boolean listener) {
+            this.listener = listener;
+        }
+
+        public String getDelayLevels() {
+            return delayLevels;
+        }
+
+        public void setDelayLevels(String delayLevels) {
+            this.delayLevels = delayLevels;
         }
     }
 }

@@ -2,8 +2,8 @@ package dev.idem.spring;
 
 import dev.idem.ConfigurationException;
 import dev.idem.Fingerprint;
+import dev.idem.spi.KeyBytes;
 import java.lang.reflect.Method;
-import java.nio.charset.StandardCharsets;
 import org.jspecify.annotations.Nullable;
 import org.springframework.context.expression.MethodBasedEvaluationContext;
 import org.springframework.core.DefaultParameterNameDiscoverer;
@@ -95,17 +95,21 @@ final class IdempotentMethod {
     }
 
     /**
-     * The key for these arguments; a null value becomes the empty key, which the guard rejects.
+     * The key for these arguments; a null value becomes the empty key, which the guard rejects. Bytes (a Kafka record
+     * key, a header) are read by {@link KeyBytes#exactKey}, any other value as text by {@link KeyBytes#exactText}, so
+     * that two keys whose bytes differ stay two keys and a text key is the key its UTF-8 bytes would be.
      *
      * @throws EvaluationException when the expression fails on these arguments (e.g. a missing header); a
      *     RuntimeException of a method the expression calls propagates as it is
+     * @throws IllegalArgumentException when the text holds U+FFFD, a decoder's stand-in for bytes that were not UTF-8:
+     *     keys that differed there would be taken for one
      */
     String key(EvaluationContext context) {
         Object value = key.getValue(context);
         if (value == null) {
             return "";
         }
-        return value instanceof byte[] b ? new String(b, StandardCharsets.UTF_8) : value.toString();
+        return value instanceof byte[] b ? KeyBytes.exactKey(b) : KeyBytes.exactText(value.toString());
     }
 
     /**

@@ -5,7 +5,10 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.ConfigurationException;
 import dev.idem.testsupport.TestDatabase;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HexFormat;
 import java.util.List;
 import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
@@ -55,6 +58,107 @@ class IdempotentBoundariesTest {
             service.apply(key); // outside any transaction the lease guards it, and the message is applied
             assertThat(service.calls()).isEqualTo(1);
         });
+    }
+
+    @Test
+    void keysWhoseBytesDifferOnlyInInvalidUtf8_areTwoKeys_andBothMessagesAreApplied() {
+        runner.withUserConfiguration(BinaryKeys.class).run(context -> {
+            BinaryKeys.Service service = context.getBean(BinaryKeys.Service.class);
+            String prefix = "k-" + System.nanoTime() + "-";
+            byte[] fe = Arrays.copyOf(prefix.getBytes(StandardCharsets.UTF_8), prefix.length() + 1);
+            byte[] ff = fe.clone();
+            fe[prefix.length()] = (byte) 0xFE;
+            ff[prefix.length()] = (byte) 0xFF;
+            service.apply(fe);
+            service.apply(ff);
+            assertThat(service.calls())
+                    .as("the second key is not a duplicate of the first")
+                    .isEqualTo(2);
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class BinaryKeys {
+        @Bean
+        Service service() {
+            return new Service();
+        }
+
+        static class Service {
+            private int calls;
+
+            int calls() {
+                return calls;
+            }
+
+            /** The key as bytes, e.g. a Kafka record key or a header value. */
+            @Idempotent(key = "#key")
+            public void apply(byte[] key) {
+                calls++;
+            }
+        }
+    }
+
+    @Test
+    void textKeysDecodedFromBytesDifferingOnlyInInvalidUtf8_areRejectedWithTheReason_notTakenForOneKey() {
+        runner.withUserConfiguration(TextKeys.class).run(context -> {
+            TextKeys.Service service = context.getBean(TextKeys.Service.class);
+            String prefix = "k-" + System.nanoTime() + "-";
+            byte[] fe = Arrays.copyOf(prefix.getBytes(StandardCharsets.UTF_8), prefix.length() + 1);
+            byte[] ff = fe.clone();
+            fe[prefix.length()] = (byte) 0xFE;
+            ff[prefix.length()] = (byte) 0xFF;
+            for (byte[] bytes : List.of(fe, ff)) {
+                String decoded = new String(bytes, StandardCharsets.UTF_8); // as a client decodes a header
+                assertThatThrownBy(() -> service.apply(decoded))
+                        .isInstanceOf(IdempotentRejectedException.class)
+                        .hasMessageContaining("U+FFFD");
+            }
+            assertThat(service.calls()).isZero();
+        });
+    }
+
+    @Test
+    void textKey_isTheKeyItsUtf8BytesStandFor_soItCannotEqualTheHexFormOfOtherBytes() {
+        runner.withUserConfiguration(TextKeys.class).run(context -> {
+            TextKeys.Service service = context.getBean(TextKeys.Service.class);
+            String unique = "b-" + System.nanoTime();
+            byte[] binary = Arrays.copyOf(unique.getBytes(StandardCharsets.UTF_8), unique.length() + 1);
+            binary[unique.length()] = (byte) 0xFF; // not UTF-8: the key is hex:...ff
+            service.applyBytes(binary);
+            service.apply("hex:" + HexFormat.of().formatHex(binary));
+            assertThat(service.calls())
+                    .as("a text key spelled like the hex form of other bytes is another key")
+                    .isEqualTo(2);
+        });
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class TextKeys {
+        @Bean
+        Service service() {
+            return new Service();
+        }
+
+        static class Service {
+            private int calls;
+
+            int calls() {
+                return calls;
+            }
+
+            /** The key as text, e.g. a header a client decoded. */
+            @Idempotent(key = "#key")
+            public void apply(String key) {
+                calls++;
+            }
+
+            /** The key as bytes, in the same namespace. */
+            @Idempotent(key = "#key")
+            public void applyBytes(byte[] key) {
+                calls++;
+            }
+        }
     }
 
     @Configuration(proxyBeanMethods = false)

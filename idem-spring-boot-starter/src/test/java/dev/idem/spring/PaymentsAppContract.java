@@ -3,24 +3,19 @@ package dev.idem.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.idem.Delivery;
-import dev.idem.Outcome;
 import dev.idem.spring.app.Ledger;
 import dev.idem.spring.app.Notifier;
-import dev.idem.spring.app.OutcomeCounter;
 import dev.idem.spring.app.PaymentListener;
 import dev.idem.spring.app.PaymentsTestApp;
 import dev.idem.testsupport.EmbeddedKafka;
 import dev.idem.testsupport.TestServers;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
-import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -54,19 +49,10 @@ abstract class PaymentsAppContract {
     Notifier notifier;
 
     @Autowired
-    OutcomeCounter outcomes;
-
-    @Autowired
     JdbcTemplate jdbc;
 
     @Autowired
-    DataSource dataSource;
-
-    @Autowired
     TransactionTemplate transactions;
-
-    @Autowired
-    IdempotentGuards guards;
 
     /** Topics and group for one subclass; the database URL is the subclass's. */
     static void kafkaProperties(DynamicPropertyRegistry registry, String databaseUrl) {
@@ -169,23 +155,6 @@ abstract class PaymentsAppContract {
             assertThat(header(r, "idem-reason")).contains("key");
         });
         assertThat(ledger.rows(id)).isEqualTo(1);
-    }
-
-    @Test
-    void keyInProgress_isRetriedPastTheAttemptBound_neverDeadLettered() throws Exception {
-        String id = "pay-" + UUID.randomUUID();
-        try (Connection holder = dataSource.getConnection()) {
-            holder.setAutoCommit(false);
-            // Another consumer's uncommitted copy of the same payment holds the key's mark.
-            guards.inbox("payments").handle(holder, Delivery.of(id), c -> Outcome.processed());
-            int before = outcomes.count("payments", Outcome.Type.IN_PROGRESS);
-            send(topic(), id, "amount=3");
-            await().atMost(Duration.ofSeconds(30))
-                    .until(() -> outcomes.count("payments", Outcome.Type.IN_PROGRESS) - before > 3); // bound is 3
-            holder.rollback();
-        }
-        await().atMost(Duration.ofSeconds(30)).until(() -> ledger.rows(id) == 1);
-        assertThat(deadLettersWithKey(topic() + "-dlt", id)).isZero();
     }
 
     @Test
@@ -356,25 +325,6 @@ abstract class PaymentsAppContract {
             });
         }
         return records;
-    }
-
-    long deadLettersWithKey(String topic, String key) {
-        try (KafkaConsumer<String, String> c = consumer()) {
-            List<TopicPartition> partitions =
-                    List.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1), new TopicPartition(topic, 2));
-            c.assign(partitions);
-            c.seekToBeginning(partitions);
-            Map<TopicPartition, Long> ends = c.endOffsets(partitions);
-            long found = 0;
-            while (partitions.stream().anyMatch(tp -> c.position(tp) < ends.get(tp))) {
-                for (ConsumerRecord<String, String> r : c.poll(Duration.ofMillis(100))) {
-                    if (key.equals(r.key())) {
-                        found++;
-                    }
-                }
-            }
-            return found;
-        }
     }
 
     KafkaConsumer<String, String> consumer() {

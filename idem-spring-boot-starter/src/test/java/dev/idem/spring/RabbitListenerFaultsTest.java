@@ -12,6 +12,7 @@ import com.rabbitmq.client.GetResponse;
 import dev.idem.Outcome;
 import dev.idem.rabbitmq.DeliveryProcessor;
 import dev.idem.rabbitmq.RabbitTopology;
+import dev.idem.spring.rabbitfaults.Deliveries;
 import dev.idem.spring.rabbitfaults.FaultsTestApp;
 import dev.idem.spring.rabbitfaults.FaultyListeners;
 import dev.idem.spring.rabbitfaults.HandledOutcomes;
@@ -19,6 +20,7 @@ import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
 import java.net.URI;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.AfterAll;
@@ -28,6 +30,7 @@ import org.springframework.amqp.rabbit.listener.MessageListenerContainer;
 import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
+import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
  * {@link dev.idem.spring.rabbit.IdemRabbitAdvice} under a guarded listener's faults, on the local RabbitMQ and
@@ -39,10 +42,13 @@ class RabbitListenerFaultsTest {
     static final RabbitTopology ERRORS = RabbitTopology.forQueue(TestServers.uniquePrefix("faults-errors"));
     static final RabbitTopology AFTER_COMMIT = RabbitTopology.forQueue(TestServers.uniquePrefix("faults-commit"));
     static final RabbitTopology TYPED = RabbitTopology.forQueue(TestServers.uniquePrefix("faults-typed"));
-    static final List<RabbitTopology> ALL = List.of(ERRORS, AFTER_COMMIT, TYPED);
+    static final RabbitTopology OUTAGE = RabbitTopology.forQueue(TestServers.uniquePrefix("faults-outage"));
+    static final List<RabbitTopology> ALL = List.of(ERRORS, AFTER_COMMIT, TYPED, OUTAGE);
+    static final String APPLICATION = TestServers.uniquePrefix("rabbit_faults");
 
     static ConfigurableApplicationContext context;
     static FaultyListeners listeners;
+    static Deliveries deliveries;
 
     @BeforeAll
     static void start() throws Exception {
@@ -55,7 +61,7 @@ class RabbitListenerFaultsTest {
         URI rabbit = URI.create(TestServers.rabbitmq().url());
         context = new SpringApplicationBuilder(FaultsTestApp.class)
                 .properties(
-                        "spring.datasource.url=" + DB.url(),
+                        "spring.datasource.url=" + SessionTerminator.url(DB, APPLICATION),
                         "spring.liquibase.enabled=false",
                         "spring.rabbitmq.host=" + rabbit.getHost(),
                         "spring.rabbitmq.port=" + rabbit.getPort(),
@@ -64,11 +70,16 @@ class RabbitListenerFaultsTest {
                         "faults.errors-queue=" + ERRORS.workQueue(),
                         "faults.after-commit-queue=" + AFTER_COMMIT.workQueue(),
                         "faults.typed-queue=" + TYPED.workQueue(),
+                        "faults.outage-queue=" + OUTAGE.workQueue(),
                         "idem.rabbit.initial-delay=300ms",
+                        // The outage's uncounted waits grow to this, not to the default 30 s: every message is
+                        // delivered beyond the bound within the outage case's wait also on a loaded machine.
+                        "idem.rabbit.max-delay=1s",
                         "idem.rabbit.jitter=0",
                         "idem.rabbit.max-attempts=3")
                 .run();
         listeners = context.getBean(FaultyListeners.class);
+        deliveries = context.getBean(Deliveries.class);
     }
 
     @AfterAll
@@ -96,10 +107,10 @@ class RabbitListenerFaultsTest {
 
         await().atMost(Duration.ofSeconds(30)).until(() -> !container.isRunning());
         await().atMost(Duration.ofSeconds(30)).until(() -> ready(ERRORS.workQueue()) == 1);
-        assertThat(listeners.rows(id)).as("the row and the mark rolled back").isZero();
+        assertThat(rows(id)).as("the row and the mark rolled back").isZero();
 
         container.start();
-        await().atMost(Duration.ofSeconds(30)).until(() -> listeners.rows(id) == 1 && ready(ERRORS.workQueue()) == 0);
+        await().atMost(Duration.ofSeconds(30)).until(() -> rows(id) == 1 && ready(ERRORS.workQueue()) == 0);
         assertThat(listeners.attempts(id)).isEqualTo(2);
         assertThat(ready(ERRORS.retryQueue()) + ready(ERRORS.deadLetterQueue())).isZero();
     }
@@ -112,7 +123,7 @@ class RabbitListenerFaultsTest {
         HandledOutcomes outcomes = context.getBean(HandledOutcomes.class);
         await().atMost(Duration.ofSeconds(30))
                 .until(() -> outcomes.count("faults-after-commit", Outcome.Type.DUPLICATE) == 1);
-        assertThat(listeners.rows(id)).isEqualTo(1);
+        assertThat(rows(id)).isEqualTo(1);
         assertThat(listeners.attempts(id)).as("the retry copy was a duplicate").isEqualTo(1);
         assertThat(ready(AFTER_COMMIT.workQueue()) + ready(AFTER_COMMIT.retryQueue()))
                 .isZero();
@@ -164,8 +175,39 @@ class RabbitListenerFaultsTest {
         }
         container.start();
 
-        await().atMost(Duration.ofSeconds(30)).until(() -> listeners.rows(id) == 1 && ready(TYPED.workQueue()) == 0);
+        await().atMost(Duration.ofSeconds(30)).until(() -> rows(id) == 1 && ready(TYPED.workQueue()) == 0);
         assertThat(listeners.attempts(id)).isEqualTo(1);
+    }
+
+    @Test
+    void aDatabaseEndingEverySessionMidMethod_deadLettersNothing_andAppliesEachMessageOnceAfterwards()
+            throws Exception {
+        List<String> ids = new ArrayList<>();
+        for (int i = 0; i < 9; i++) {
+            ids.add("outage-" + UUID.randomUUID());
+        }
+        try (SessionTerminator terminator = SessionTerminator.start(DB, APPLICATION)) {
+            for (String id : ids) {
+                publish(OUTAGE.workQueue(), id, "amount=1");
+            }
+            // Every message delivered beyond the bound (3) while sessions end: each wait went uncounted.
+            await().atMost(Duration.ofSeconds(120))
+                    .pollInterval(Duration.ofMillis(200))
+                    .until(() ->
+                            ready(OUTAGE.deadLetterQueue()) > 0 || ids.stream().allMatch(id -> deliveries.of(id) > 4));
+            assertThat(terminator.terminated()).isPositive();
+        }
+        await().atMost(Duration.ofSeconds(60)).until(() -> ids.stream().allMatch(id -> rows(id) == 1));
+        assertThat(ready(OUTAGE.deadLetterQueue())).isZero();
+        for (String id : ids) {
+            assertThat(rows(id)).as(id).isEqualTo(1);
+        }
+    }
+
+    /** Read with the test's own pool: the application's sessions are the ones the outage ends. */
+    private static int rows(String id) {
+        return new JdbcTemplate(DB.dataSource())
+                .queryForObject("SELECT COUNT(*) FROM ledger WHERE payment_id = ?", Integer.class, id);
     }
 
     private static GetResponse take(String queue) throws Exception {

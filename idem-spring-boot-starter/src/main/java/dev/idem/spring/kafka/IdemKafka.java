@@ -1,12 +1,10 @@
 package dev.idem.spring.kafka;
 
-import dev.idem.DeadLetterException;
 import dev.idem.IdempotencyListener;
+import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
-import dev.idem.spring.IdempotentRejectedException;
-import dev.idem.spring.IdempotentRetryLaterException;
+import dev.idem.spring.SpringFailures;
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
 import org.jspecify.annotations.Nullable;
@@ -14,10 +12,12 @@ import org.springframework.kafka.core.KafkaOperations;
 import org.springframework.kafka.listener.ConsumerRecordRecoverer;
 import org.springframework.kafka.listener.DeadLetterPublishingRecoverer;
 import org.springframework.kafka.listener.DefaultErrorHandler;
+import org.springframework.kafka.listener.ErrorHandlingUtils;
 
 /**
- * spring-kafka's stock error handling, set up for {@code @Idempotent} listeners. The starter declares {@link
- * #errorHandler} as the container factory's error handler; call these yourself when you build your own.
+ * spring-kafka's stock error handling, set up for {@code @Idempotent} listeners. The starter sets {@link
+ * #errorHandler} on every Kafka listener container factory that has no error handler; call these yourself when you
+ * build your own.
  */
 public final class IdemKafka {
     /** Header of a dead-lettered record: the outcome that sent it there ({@code REJECTED}, {@code FAILED}, ...). */
@@ -28,26 +28,24 @@ public final class IdemKafka {
     private IdemKafka() {}
 
     /**
-     * A {@link DefaultErrorHandler} that retries a record with the outcome's back-off and never acks it unprocessed:
-     * {@code IN_PROGRESS} ({@link dev.idem.spring.InProgressException}) is retried without an attempt bound, after the
-     * outcome's delay or {@code inProgressDelay}; {@code OUT_OF_ORDER}, {@code FAILED} and the listener's own
-     * exceptions follow {@code policy} (never sooner than the outcome's delay) and then go to {@code recoverer};
-     * {@link DeadLetterException} ({@code REJECTED}) goes to {@code recoverer} at once.
+     * A {@link DefaultErrorHandler} that decides each failed delivery with Idem's one delivery decision ({@link
+     * SpringFailures#decision}) and never acks a record unprocessed: {@code IN_PROGRESS} ({@link
+     * dev.idem.spring.InProgressException}) and a database or store that cannot be reached are retried without an
+     * attempt bound; {@code OUT_OF_ORDER}, {@code FAILED} and the listener's own exceptions follow {@code policy}
+     * (never later than the outcome's own delay) and then go to {@code recoverer}; {@code REJECTED} goes to {@code
+     * recoverer} at once. Do not replace its back-off function, classifications or retry listeners.
      *
      * @param recoverer where exhausted and rejected records go, e.g. {@link #deadLetters}, or {@link #keepRetrying()}
-     * @param listener told of every failed delivery ({@code RETRY_SCHEDULED}) and dead letter ({@code DEAD_LETTERED})
+     * @param listener told of every retry ({@code RETRY_SCHEDULED}) and dead letter ({@code DEAD_LETTERED})
      */
     public static DefaultErrorHandler errorHandler(
-            ConsumerRecordRecoverer recoverer,
-            RetryPolicy policy,
-            Duration inProgressDelay,
-            IdempotencyListener listener) {
-        DefaultErrorHandler handler = new DefaultErrorHandler(recoverer, new RetryPolicyBackOff(policy, Duration.ZERO));
-        handler.setBackOffFunction(new OutcomeBackOffs(policy, inProgressDelay));
-        handler.setResetStateOnExceptionChange(true);
-        handler.addNotRetryableExceptions(DeadLetterException.class);
-        handler.setRetryListeners(new KafkaEvents(listener));
-        return handler;
+            ConsumerRecordRecoverer recoverer, RetryPolicy policy, IdempotencyListener listener) {
+        return VerdictErrorHandler.of(recoverer, SpringFailures.decision(policy), listener);
+    }
+
+    /** Whether {@code handler} is one {@link #errorHandler} made. */
+    static boolean isIdems(@Nullable Object handler) {
+        return handler instanceof VerdictErrorHandler;
     }
 
     /**
@@ -66,45 +64,33 @@ public final class IdemKafka {
      */
     public static ConsumerRecordRecoverer keepRetrying() {
         return (record, exception) -> {
+            Outcome outcome = outcomeOf(exception);
             throw new IllegalStateException("record " + record.topic() + "-" + record.partition() + "@"
-                    + record.offset() + " ended " + Verdict.of(exception)
-                    + " and there is no dead-letter topic: it is kept and retried; declare a KafkaTemplate and set"
+                    + record.offset() + " ended " + outcome.type() + " (" + outcome.reason()
+                    + ") and there is no dead-letter topic: it is kept and retried; declare a KafkaTemplate and set"
                     + " idem.kafka.dead-letter=true to park it instead");
         };
     }
 
     static Headers reasonHeaders(@Nullable Exception exception) {
-        Verdict verdict = Verdict.of(exception);
+        Outcome outcome = outcomeOf(exception);
         RecordHeaders headers = new RecordHeaders();
-        headers.add(OUTCOME_HEADER, verdict.outcome().getBytes(StandardCharsets.UTF_8));
-        headers.add(REASON_HEADER, verdict.reason().getBytes(StandardCharsets.UTF_8));
+        headers.add(OUTCOME_HEADER, outcome.type().name().getBytes(StandardCharsets.UTF_8));
+        headers.add(REASON_HEADER, outcome.reason().getBytes(StandardCharsets.UTF_8));
         return headers;
     }
 
-    /** The outcome and reason a failed record's exception stands for. */
-    record Verdict(String outcome, String reason) {
-        static Verdict of(@Nullable Exception exception) {
-            IdempotentRejectedException rejected = Causes.find(exception, IdempotentRejectedException.class);
-            if (rejected != null) {
-                return new Verdict("REJECTED", rejected.reason());
-            }
-            IdempotentRetryLaterException retry = Causes.find(exception, IdempotentRetryLaterException.class);
-            if (retry != null) {
-                return new Verdict(
-                        retry.outcome().type().name(), retry.outcome().reason());
-            }
-            Throwable root = exception;
-            while (root != null && root.getCause() != null && root.getCause() != root) {
-                root = root.getCause();
-            }
-            String outcome = Causes.find(exception, DeadLetterException.class) != null ? "REJECTED" : "FAILED";
-            return new Verdict(
-                    outcome, root == null ? "unknown" : root.getClass().getName() + ": " + root.getMessage());
+    /**
+     * The outcome a failed record's exception stands for: the decision's dead-letter outcome it carries, else its
+     * classification, read past spring-kafka's wrapper of the listener's own.
+     */
+    private static Outcome outcomeOf(@Nullable Exception exception) {
+        if (exception instanceof DeadLetteredException dead) {
+            return dead.outcome();
         }
-
-        @Override
-        public String toString() {
-            return outcome + " (" + reason + ")";
-        }
+        Exception own = ErrorHandlingUtils.findRootCause(exception);
+        return own == null
+                ? Outcome.failed("failed without an exception", null)
+                : SpringFailures.classifier().classify(own);
     }
 }

@@ -1,6 +1,5 @@
 package dev.idem.spring.kafka;
 
-import dev.idem.spring.InProgressException;
 import java.util.List;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.springframework.kafka.listener.BatchListenerFailedException;
@@ -34,48 +33,17 @@ public final class IdempotentBatches {
         for (ConsumerRecord<K, V> record : records) {
             try {
                 action.accept(record);
-            } catch (InProgressException e) {
-                throw new KeyInProgress(record, e);
             } catch (Exception e) {
-                throw new RecordFailed(record, e);
+                throw new BatchListenerFailedException(String.valueOf(e.getMessage()), e, record);
             }
         }
     }
 
     /**
      * The exception that tells spring-kafka's {@code DefaultErrorHandler} that the element at {@code index} of a batch
-     * failed with {@code cause} (the records before it are committed; {@link InProgressException} keeps its own
-     * back-off class).
+     * failed with {@code cause} (the records before it are committed).
      */
     public static BatchListenerFailedException failedAt(int index, Exception cause) {
-        return cause instanceof InProgressException ? new KeyInProgress(index, cause) : new RecordFailed(index, cause);
-    }
-
-    /*
-     * Two classes, because spring-kafka restarts a record's back-off only when the exception's class changes: a record
-     * that was FAILED and is now IN_PROGRESS must leave the bounded back-off for the unbounded one.
-     */
-    private static final class KeyInProgress extends BatchListenerFailedException {
-        private static final long serialVersionUID = 1L;
-
-        KeyInProgress(ConsumerRecord<?, ?> record, Exception cause) {
-            super(String.valueOf(cause.getMessage()), cause, record);
-        }
-
-        KeyInProgress(int index, Exception cause) {
-            super(String.valueOf(cause.getMessage()), cause, index);
-        }
-    }
-
-    private static final class RecordFailed extends BatchListenerFailedException {
-        private static final long serialVersionUID = 1L;
-
-        RecordFailed(ConsumerRecord<?, ?> record, Exception cause) {
-            super(String.valueOf(cause.getMessage()), cause, record);
-        }
-
-        RecordFailed(int index, Exception cause) {
-            super(String.valueOf(cause.getMessage()), cause, index);
-        }
+        return new BatchListenerFailedException(String.valueOf(cause.getMessage()), cause, index);
     }
 }

@@ -3,31 +3,32 @@ package dev.idem.spring.rabbit;
 import dev.idem.ConfigurationException;
 import dev.idem.spring.Idempotent;
 import dev.idem.spring.IdempotentBatch;
+import dev.idem.spring.internal.ListenerContainerChecks;
 import java.lang.reflect.Method;
-import java.lang.reflect.Modifier;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import org.aopalliance.aop.Advice;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
 import org.springframework.amqp.core.AcknowledgeMode;
 import org.springframework.amqp.rabbit.annotation.RabbitHandler;
+import org.springframework.amqp.rabbit.annotation.RabbitListener;
 import org.springframework.amqp.rabbit.config.BaseRabbitListenerContainerFactory;
 import org.springframework.amqp.rabbit.listener.AbstractMessageListenerContainer;
 import org.springframework.amqp.rabbit.listener.DirectMessageListenerContainer;
 import org.springframework.amqp.rabbit.listener.MethodRabbitListenerEndpoint;
 import org.springframework.amqp.rabbit.listener.MultiMethodRabbitListenerEndpoint;
-import org.springframework.aop.framework.AopConfigException;
-import org.springframework.aop.framework.ProxyFactory;
 import org.springframework.aop.support.AopUtils;
-import org.springframework.aop.support.NameMatchMethodPointcutAdvisor;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.util.ReflectionUtils;
 
 /**
  * Fails the startup when a container factory creates the container of an {@link Idempotent} {@code @RabbitListener}
  * in another acknowledge mode than {@link AcknowledgeMode#AUTO}, with the mode the container really has (the
- * factory's, or the listener's own {@code ackMode}), or the container of an {@link IdempotentBatch} one in any mode.
+ * factory's, or the listener's own {@code ackMode}), or the container of an {@link IdempotentBatch} one in any mode, or
+ * of one with its own {@code errorHandler}, a transacted channel, or an advice chain without {@link IdemRabbitAdvice}.
  *
  * <p>The guard and {@link IdemRabbitAdvice} settle what they decide (a duplicate the method never sees, a retry copy, a
  * dead letter) by returning to the container, which acks. In {@code MANUAL} nothing acks those deliveries: each holds
@@ -35,48 +36,17 @@ import org.springframework.util.ReflectionUtils;
  * delivery as it sends it, so a crash inside the method loses the message.
  */
 final class GuardedListenerAckMode implements MethodInterceptor {
-
-    private static final System.Logger LOG = System.getLogger(GuardedListenerAckMode.class.getName());
+    private static final Method ADVICE_CHAIN = adviceChainGetter();
 
     /**
-     * {@code factory}, checking every container it creates for an endpoint; or {@code factory} itself, unchecked and
-     * with a warning, when a subclass of it cannot stand in for it: its class is final or not visible, or it has a
-     * final method (called on the proxy, that method would read the proxy's own empty fields).
+     * {@code factory}, checking every container it creates for an endpoint (see {@link
+     * ListenerContainerChecks#around}).
      */
     static Object around(BaseRabbitListenerContainerFactory<?> factory) {
-        Class<?> type = factory.getClass();
-        String unproxyable = finalMethodOf(type);
-        if (unproxyable == null) {
-            ProxyFactory proxy = new ProxyFactory(factory);
-            proxy.setProxyTargetClass(true);
-            NameMatchMethodPointcutAdvisor advisor = new NameMatchMethodPointcutAdvisor(new GuardedListenerAckMode());
-            advisor.setMappedName("createListenerContainer");
-            proxy.addAdvisor(advisor);
-            try {
-                return proxy.getProxy(type.getClassLoader());
-            } catch (AopConfigException e) {
-                unproxyable = e.getMessage();
-            }
-        }
-        LOG.log(
-                System.Logger.Level.WARNING,
-                "the acknowledge mode of the @Idempotent @RabbitListeners of container factory {0} is not checked (a"
-                        + " guarded listener needs AUTO): {1}",
-                type.getName(),
-                unproxyable);
-        return factory;
-    }
-
-    private static @Nullable String finalMethodOf(Class<?> type) {
-        for (Class<?> c = type; c != null && c != Object.class; c = c.getSuperclass()) {
-            for (Method m : c.getDeclaredMethods()) {
-                int modifiers = m.getModifiers();
-                if (Modifier.isFinal(modifiers) && !Modifier.isStatic(modifiers) && !Modifier.isPrivate(modifiers)) {
-                    return "its method " + m + " is final";
-                }
-            }
-        }
-        return null;
+        return ListenerContainerChecks.around(
+                factory,
+                new GuardedListenerAckMode(),
+                "the acknowledge mode of the @Idempotent @RabbitListeners (a guarded listener needs AUTO)");
     }
 
     @Override
@@ -91,6 +61,18 @@ final class GuardedListenerAckMode implements MethodInterceptor {
                 if (AnnotatedElementUtils.hasAnnotation(m, IdempotentBatch.class)) {
                     throw batchRefusal(m);
                 }
+            }
+            for (Method m : guarded) {
+                String handler = listenerErrorHandler(m);
+                if (handler != null) {
+                    throw errorHandlerRefusal(m, handler);
+                }
+            }
+            if (!guarded.isEmpty() && !advised(c)) {
+                throw unadvisedRefusal(guarded.get(0));
+            }
+            if (!guarded.isEmpty() && c.isChannelTransacted()) {
+                throw transactedRefusal(guarded.get(0));
             }
             if (!guarded.isEmpty() && c.getAcknowledgeMode() != AcknowledgeMode.AUTO) {
                 throw refusal(guarded.get(0), c);
@@ -112,6 +94,72 @@ final class GuardedListenerAckMode implements MethodInterceptor {
                 + " @RabbitListener without batch = \"true\" whose method takes one message and is @Idempotent");
     }
 
+    /** The listener-level error handler of {@code method}'s {@code @RabbitListener} (or its class's), if any. */
+    private static @Nullable String listenerErrorHandler(Method method) {
+        List<RabbitListener> listeners =
+                new ArrayList<>(AnnotatedElementUtils.findMergedRepeatableAnnotations(method, RabbitListener.class));
+        listeners.addAll(AnnotatedElementUtils.findMergedRepeatableAnnotations(
+                method.getDeclaringClass(), RabbitListener.class));
+        return listeners.stream()
+                .map(RabbitListener::errorHandler)
+                .filter(name -> !name.isBlank())
+                .findFirst()
+                .orElse(null);
+    }
+
+    /** Whether {@link IdemRabbitAdvice} is in the container's advice chain (a customizer may have replaced it). */
+    private static boolean advised(AbstractMessageListenerContainer container) {
+        Advice[] chain = (Advice[]) ReflectionUtils.invokeMethod(ADVICE_CHAIN, container);
+        return chain != null && Arrays.stream(chain).anyMatch(IdemRabbitAdvice.class::isInstance);
+    }
+
+    private static Method adviceChainGetter() {
+        Method getter = ReflectionUtils.findMethod(AbstractMessageListenerContainer.class, "getAdviceChain");
+        if (getter == null) {
+            throw new IllegalStateException("spring-rabbit's AbstractMessageListenerContainer has no getAdviceChain()");
+        }
+        ReflectionUtils.makeAccessible(getter);
+        return getter;
+    }
+
+    private static ConfigurationException unadvisedRefusal(Method method) {
+        return new ConfigurationException("@Idempotent on "
+                + method.getDeclaringClass().getName() + "."
+                + method.getName() + " is a @RabbitListener whose container's advice chain has no IdemRabbitAdvice (a"
+                + " ContainerCustomizer or ContainerPostProcessor that calls setAdviceChain replaced the factory's):"
+                + " spring-rabbit would requeue each failure at once, an IN_PROGRESS key in a loop without delay and a"
+                + " rejected message forever. Set advices on the container factory instead (setAdviceChain before the"
+                + " factory is a bean: Idem's advice is put first), or keep the container's chain and add yours to it");
+    }
+
+    /**
+     * The advice publishes its copies with publisher confirms, which a transacted channel refuses by closing: the
+     * delivery would come back at once, again and again, and never be dead-lettered.
+     */
+    private static ConfigurationException transactedRefusal(Method method) {
+        return new ConfigurationException("@Idempotent on "
+                + method.getDeclaringClass().getName() + "."
+                + method.getName() + " is a @RabbitListener whose container's channel is transacted: Idem's advice"
+                + " publishes a failed delivery's retry or dead-letter copy with publisher confirms, which the broker"
+                + " refuses on a transacted channel (it closes the channel), so the delivery would come back at once,"
+                + " again and again, never delayed nor dead-lettered. Call setChannelTransacted(false) on its container"
+                + " factory (the default): the container acks after the method's own @Transactional committed");
+    }
+
+    /**
+     * A listener-level error handler sees the guard's exceptions before the advice: a value it returns has the container
+     * ack the message unapplied.
+     */
+    private static ConfigurationException errorHandlerRefusal(Method method, String handler) {
+        return new ConfigurationException("@Idempotent on "
+                + method.getDeclaringClass().getName() + "."
+                + method.getName() + " is a @RabbitListener with its own errorHandler ('" + handler + "'): it is handed"
+                + " the guard's InProgressException and NotYetAppliedException (and a database outage) before Idem's"
+                + " advice, and whatever it returns has the container ack the message unapplied, never retried nor"
+                + " dead-lettered. Remove errorHandler from this @RabbitListener: Idem's advice sends the message to"
+                + " <queue>.retry or <queue>.dlx with the reason");
+    }
+
     private static List<Method> guardedMethods(MethodRabbitListenerEndpoint endpoint) {
         Object bean = endpoint.getBean();
         Class<?> type = AopUtils.getTargetClass(bean);
@@ -125,8 +173,7 @@ final class GuardedListenerAckMode implements MethodInterceptor {
                 methods.add(AopUtils.getMostSpecificMethod(method, type));
             }
         }
-        methods.removeIf(m -> !AnnotatedElementUtils.hasAnnotation(m, Idempotent.class)
-                && !AnnotatedElementUtils.hasAnnotation(m, IdempotentBatch.class));
+        methods.removeIf(m -> !ListenerContainerChecks.guarded(m, null));
         return methods;
     }
 

@@ -3,15 +3,15 @@ package dev.idem.spring.rabbit;
 import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Delivery;
 import com.rabbitmq.client.Envelope;
-import dev.idem.DeadLetterException;
 import dev.idem.IdempotencyListener;
-import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.rabbitmq.DeliveryProcessor;
 import dev.idem.rabbitmq.RabbitTopology;
 import dev.idem.spring.Idempotent;
 import dev.idem.spring.IdempotentRejectedException;
 import dev.idem.spring.IdempotentRetryLaterException;
+import dev.idem.spring.SpringFailures;
+import dev.idem.spring.internal.ListenerContainerChecks;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -24,9 +24,6 @@ import org.springframework.amqp.core.Message;
 import org.springframework.amqp.core.MessageProperties;
 import org.springframework.amqp.rabbit.support.DefaultMessagePropertiesConverter;
 import org.springframework.amqp.rabbit.support.MessagePropertiesConverter;
-import org.springframework.amqp.support.converter.MessageConversionException;
-import org.springframework.aop.support.AopUtils;
-import org.springframework.core.annotation.AnnotatedElementUtils;
 
 /**
  * The first advice of a Rabbit listener container (it wraps the others, spring-rabbit's retry interceptor included):
@@ -34,14 +31,19 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
  * of spring-rabbit's immediate requeue, in the container's own acknowledge mode ({@code AUTO}, the default; a guarded
  * listener's container in another mode fails the startup: {@link GuardedListenerAckMode}).
  *
+ * What a failure stands for is {@link SpringFailures#classifier()}'s answer, and idem-rabbitmq's delivery decision
+ * settles it:
+ *
  * <ul>
- *   <li>{@link IdempotentRetryLaterException} ({@code IN_PROGRESS}, {@code OUT_OF_ORDER}, {@code FAILED}) and the
- *       listener's own exception: a copy goes to the queue's retry queue ({@code <queue>.retry}) with the back-off as
- *       its TTL and comes back to the queue when it ends; {@code FAILED}/{@code OUT_OF_ORDER} attempts are counted in
- *       header {@code idem-attempts} and dead-lettered at the bound, {@code IN_PROGRESS} never is.
- *   <li>{@link IdempotentRejectedException}, a {@link DeadLetterException}, a message that cannot be converted (nor its payload to the method's parameter): a
- *       copy goes to the queue's dead-letter exchange ({@code <queue>.dlx}) with the reason in {@code
- *       idem-dlq-reason} (and {@code idem-dlq-outcome}, ...).
+ *   <li>{@code IN_PROGRESS} (the key held elsewhere), a database or store that cannot be reached (Spring's {@code
+ *       CannotCreateTransactionException}, a rollback that failed on a closed connection, the inbox's {@code
+ *       RetryLaterException}): a copy goes to the queue's retry queue ({@code <queue>.retry}) with the back-off as its
+ *       TTL and comes back to the queue when it ends, never counted, never dead-lettered.
+ *   <li>{@code FAILED}, {@code OUT_OF_ORDER}, the listener's own exception: the same way, counted in header {@code
+ *       idem-attempts}, dead-lettered at the bound.
+ *   <li>{@code REJECTED}, a message that cannot be converted (nor its payload to the method's parameter): a copy goes
+ *       to the queue's dead-letter exchange ({@code <queue>.dlx}) with the reason in {@code idem-dlq-reason} (and
+ *       {@code idem-dlq-outcome}, ...).
  * </ul>
  *
  * The copy is confirmed by the broker before the advice returns and the container acks the delivery; when it is not,
@@ -79,54 +81,32 @@ public final class IdemRabbitAdvice implements MethodInterceptor {
             if (queue == null) {
                 throw e;
             }
-            processorOf(queue).settleWithoutAck(channel, delivery(message), null, outcomeOf(e));
+            processorOf(queue).settleWithoutAck(channel, delivery(message), null, e);
             return null;
         }
     }
 
-    /** Whether the failure is Idem's to settle: the listener is {@code @Idempotent}, or an Idem outcome failed it. */
+    /**
+     * Whether the failure is Idem's to settle: the listener is {@code @Idempotent}, or the guard of a method it called
+     * answered the failure.
+     */
     private static boolean guarded(Message message, Exception e) {
-        if (idemCause(e) != null) {
+        if (answeredByAGuard(e)) {
             return true;
         }
         Method method = message.getMessageProperties().getTargetMethod();
-        Object bean = message.getMessageProperties().getTargetBean();
-        if (method == null) {
-            return false;
-        }
-        Method specific = bean == null ? method : AopUtils.getMostSpecificMethod(method, AopUtils.getTargetClass(bean));
-        return AnnotatedElementUtils.hasAnnotation(specific, Idempotent.class);
+        return method != null
+                && ListenerContainerChecks.guarded(
+                        method, message.getMessageProperties().getTargetBean());
     }
 
-    /** The outcome a failed delivery stands for. */
-    static Outcome outcomeOf(Exception e) {
-        Throwable idem = idemCause(e);
-        if (idem instanceof IdempotentRetryLaterException retry) {
-            return retry.outcome();
-        }
-        if (idem instanceof IdempotentRejectedException rejected) {
-            return rejected.outcome();
-        }
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof DeadLetterException
-                    || t instanceof MessageConversionException
-                    || t instanceof org.springframework.messaging.converter.MessageConversionException) {
-                return Outcome.rejected(t.getClass().getName() + ": " + t.getMessage(), t);
-            }
-        }
-        Throwable own = e.getCause() != null ? e.getCause() : e; // spring-rabbit wraps the listener's exception
-        return own instanceof Exception ex
-                ? Outcome.ofException(ex)
-                : Outcome.failed("listener threw " + own.getClass().getName() + ": " + own.getMessage(), own);
-    }
-
-    private static @Nullable Throwable idemCause(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
+    private static boolean answeredByAGuard(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause() == t ? null : t.getCause()) {
             if (t instanceof IdempotentRetryLaterException || t instanceof IdempotentRejectedException) {
-                return t;
+                return true;
             }
         }
-        return null;
+        return false;
     }
 
     private DeliveryProcessor processorOf(String queue) {
@@ -134,6 +114,7 @@ public final class IdemRabbitAdvice implements MethodInterceptor {
                 queue,
                 q -> DeliveryProcessor.builder(RabbitTopology.forQueue(q))
                         .retryPolicy(retryPolicy)
+                        .classifier(SpringFailures.classifier())
                         .confirmTimeout(confirmTimeout)
                         .listener(listener)
                         .buildForSettling());

@@ -2,14 +2,7 @@ package dev.idem.spring.schema;
 
 import dev.idem.jdbc.Dialect;
 import dev.idem.jdbc.Schema;
-import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.Statement;
-import java.util.zip.CRC32;
-import org.flywaydb.core.api.MigrationVersion;
-import org.flywaydb.core.api.migration.Context;
-import org.flywaydb.core.api.migration.JavaMigration;
-import org.jspecify.annotations.Nullable;
+import java.util.List;
 
 /**
  * Idem's tables as a Flyway <em>repeatable</em> migration ({@link Schema#ddl}: the DDL idem-jdbc ships). Repeatable, so
@@ -17,45 +10,16 @@ import org.jspecify.annotations.Nullable;
  * changes (every statement creates only what is missing). The starter declares it as a bean, which Spring Boot's
  * Flyway picks up.
  */
-public final class IdemFlywayMigration implements JavaMigration {
+public final class IdemFlywayMigration extends RepeatableDdlMigration {
     private final String table;
 
     public IdemFlywayMigration(String table) {
+        super("idem " + table, List.of(Dialect.values()));
         this.table = table;
     }
 
     @Override
-    public @Nullable MigrationVersion getVersion() {
-        return null;
-    }
-
-    @Override
-    public String getDescription() {
-        return "idem " + table;
-    }
-
-    /** A checksum over the statements of every dialect: it changes when Idem's schema does. */
-    @Override
-    public Integer getChecksum() {
-        CRC32 crc = new CRC32();
-        for (Dialect dialect : Dialect.values()) {
-            Schema.ddl(dialect, table).forEach(sql -> crc.update(sql.getBytes(StandardCharsets.UTF_8)));
-        }
-        return (int) crc.getValue();
-    }
-
-    @Override
-    public boolean canExecuteInTransaction() {
-        return true;
-    }
-
-    @Override
-    public void migrate(Context context) throws Exception {
-        Connection connection = context.getConnection();
-        try (Statement statement = connection.createStatement()) {
-            for (String sql : Schema.ddl(Schema.detect(connection), table)) {
-                statement.execute(sql);
-            }
-        }
+    protected List<String> ddl(Dialect dialect) {
+        return Schema.ddl(dialect, table);
     }
 }

@@ -7,6 +7,8 @@ import dev.idem.ConfigurationException;
 import dev.idem.spring.Idempotent;
 import dev.idem.spring.IdempotentBatch;
 import java.util.List;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.core.AcknowledgeMode;
@@ -21,6 +23,7 @@ import org.springframework.amqp.rabbit.listener.RabbitListenerContainerFactory;
 import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistrar;
 import org.springframework.amqp.rabbit.listener.RabbitListenerEndpointRegistry;
 import org.springframework.amqp.rabbit.listener.SimpleMessageListenerContainer;
+import org.springframework.amqp.rabbit.listener.api.RabbitListenerErrorHandler;
 import org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
@@ -67,6 +70,59 @@ class GuardedListenerAckModeContextTest {
         @RabbitListener(queues = "q", batch = "true")
         @IdempotentBatch(namespace = "n", key = "#element.messageProperties.messageId")
         public void on(List<Message> messages) {}
+    }
+
+    static class GuardedWithItsOwnErrorHandler {
+        @RabbitListener(queues = "q", errorHandler = "swallowing")
+        @Idempotent(namespace = "n", key = "#message.messageProperties.messageId")
+        public void on(Message message) {}
+    }
+
+    /**
+     * A listener-level error handler is handed the guard's InProgressException before the advice; one that returns has
+     * the container ack the message unapplied.
+     */
+    @Test
+    void guardedListener_withItsOwnErrorHandler_isRefused_namingTheFix() {
+        app.withBean(GuardedWithItsOwnErrorHandler.class)
+                .withBean("swallowing", RabbitListenerErrorHandler.class, () -> (amqp, channel, message, e) -> null)
+                .run(context -> assertThat(configurationFailure(context.getStartupFailure()))
+                        .hasMessageContaining(GuardedWithItsOwnErrorHandler.class.getName() + ".on")
+                        .hasMessageContaining("'swallowing'")
+                        .hasMessageContaining("Remove errorHandler"));
+    }
+
+    /**
+     * The advice publishes the retry or dead-letter copy with confirms, which a transacted channel refuses (and closes):
+     * every failed delivery would go back to the queue at once, again and again, and never be dead-lettered.
+     */
+    @Test
+    void guardedListener_onATransactedChannel_isRefused_namingTheFix() {
+        app.withBean(Guarded.class)
+                .withBean(ContainerCustomizer.class, () ->
+                        (ContainerCustomizer<SimpleMessageListenerContainer>) c -> c.setChannelTransacted(true))
+                .run(context -> assertThat(configurationFailure(context.getStartupFailure()))
+                        .hasMessageContaining(Guarded.class.getName() + ".on")
+                        .hasMessageContaining("transacted")
+                        .hasMessageContaining("setChannelTransacted(false)"));
+    }
+
+    /**
+     * A ContainerCustomizer that sets the container's advice chain replaces the factory's, Idem's advice with it: every
+     * failure would be requeued at once by spring-rabbit, a rejected message forever.
+     */
+    @Test
+    void containerCustomizer_replacingTheAdviceChain_isRefused_namingTheFix() {
+        app.withBean(Guarded.class)
+                .withBean(ContainerCustomizer.class, () -> (ContainerCustomizer<SimpleMessageListenerContainer>)
+                        c -> c.setAdviceChain((MethodInterceptor) MethodInvocation::proceed))
+                .run(context -> assertThat(configurationFailure(context.getStartupFailure()))
+                        .hasMessageContaining(Guarded.class.getName() + ".on")
+                        .hasMessageContaining("IdemRabbitAdvice"));
+        app.withBean(Guarded.class)
+                .withBean(ContainerCustomizer.class, () ->
+                        (ContainerCustomizer<SimpleMessageListenerContainer>) c -> c.setPrefetchCount(7))
+                .run(context -> assertThat(context).hasNotFailed());
     }
 
     @Test

@@ -4,8 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.ConfigurationException;
+import dev.idem.RetryPolicy;
 import dev.idem.spring.Idempotent;
 import java.lang.reflect.Method;
+import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.core.AcknowledgeMode;
@@ -72,6 +74,7 @@ class GuardedListenerAckModeTest {
     private static RabbitListenerContainerFactory<?> factory(AcknowledgeMode mode) {
         SimpleRabbitListenerContainerFactory factory = new SimpleRabbitListenerContainerFactory();
         factory.setAcknowledgeMode(mode);
+        factory.setAdviceChain(new IdemRabbitAdvice(RetryPolicy.defaults(), Duration.ofSeconds(1), event -> {}));
         return (RabbitListenerContainerFactory<?>) GuardedListenerAckMode.around(factory);
     }
 

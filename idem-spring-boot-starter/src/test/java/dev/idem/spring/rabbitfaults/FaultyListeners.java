@@ -53,6 +53,15 @@ public class FaultyListeners {
         apply(message);
     }
 
+    /** Runs for 50 ms inside its transaction, long enough for the database to end the session under it. */
+    @RabbitListener(id = "outage", queues = "${faults.outage-queue}", concurrency = "3")
+    @Transactional
+    @Idempotent(namespace = "faults-outage", key = "#message.messageProperties.messageId")
+    public void duringOutage(Message message) {
+        jdbc.execute("SELECT pg_sleep(0.05)");
+        apply(message);
+    }
+
     private int apply(Message message) {
         String id = message.getMessageProperties().getMessageId();
         jdbc.update(

@@ -6,20 +6,24 @@ import dev.idem.Outcome;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 
-/** The outcome types the guards handled, per namespace. */
+/** The outcome types the guards handled, per namespace, and the retries and dead letters the integrations reported. */
 public class HandledOutcomes implements IdempotencyListener {
-    private final List<IdempotencyEvent> handled = new CopyOnWriteArrayList<>();
+    private final List<IdempotencyEvent> events = new CopyOnWriteArrayList<>();
 
     @Override
     public void onEvent(IdempotencyEvent event) {
-        if (event.type() == IdempotencyEvent.Type.HANDLED) {
-            handled.add(event);
-        }
+        events.add(event);
     }
 
     public long count(String namespace, Outcome.Type type) {
-        return handled.stream()
-                .filter(e -> e.namespace().equals(namespace)
+        return count(IdempotencyEvent.Type.HANDLED, namespace, type);
+    }
+
+    /** Events of {@code eventType} in {@code namespace} whose outcome is of {@code type}. */
+    public long count(IdempotencyEvent.Type eventType, String namespace, Outcome.Type type) {
+        return events.stream()
+                .filter(e -> e.type() == eventType
+                        && e.namespace().equals(namespace)
                         && e.outcome() != null
                         && e.outcome().type() == type)
                 .count();

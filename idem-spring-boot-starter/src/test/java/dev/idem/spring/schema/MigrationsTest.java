@@ -14,11 +14,6 @@ import java.util.Locale;
 import java.util.function.Function;
 import java.util.stream.Stream;
 import javax.sql.DataSource;
-import liquibase.Liquibase;
-import liquibase.database.DatabaseFactory;
-import liquibase.database.jvm.JdbcConnection;
-import liquibase.resource.ClassLoaderResourceAccessor;
-import org.flywaydb.core.Flyway;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -66,23 +61,8 @@ class MigrationsTest {
     }
 
     private static void migrate(String tool, DataSource dataSource) throws Exception {
-        if (tool.equals("flyway")) {
-            Flyway.configure()
-                    .dataSource(dataSource)
-                    .locations("classpath:no/such/location")
-                    .failOnMissingLocations(false)
-                    .javaMigrations(new IdemFlywayMigration("idem_keys"))
-                    .load()
-                    .migrate();
-        } else {
-            try (Connection c = dataSource.getConnection()) {
-                Liquibase liquibase = new Liquibase(
-                        "dev/idem/spring/liquibase/idem-changelog.xml",
-                        new ClassLoaderResourceAccessor(),
-                        DatabaseFactory.getInstance().findCorrectDatabaseImplementation(new JdbcConnection(c)));
-                liquibase.update("");
-            }
-        }
+        MigrationTool.migrate(
+                tool, dataSource, new IdemFlywayMigration("idem_keys"), "dev/idem/spring/liquibase/idem-changelog.xml");
     }
 
     /** Column name, type, size and nullability of {@code table} in the connection's schema, in order. */

@@ -64,7 +64,7 @@ final class JsonReport {
         return sb.toString();
     }
 
-    private static String entries(List<LabResult.Entry> entries) {
+    static String entries(List<LabResult.Entry> entries) {
         StringBuilder sb = new StringBuilder("[");
         boolean first = true;
         for (LabResult.Entry e : entries) {

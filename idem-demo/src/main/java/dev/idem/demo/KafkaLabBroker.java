@@ -226,7 +226,7 @@ final class KafkaLabBroker implements LabBroker {
         return end;
     }
 
-    private static void check(String bootstrap) {
+    static void check(String bootstrap) {
         Map<String, Object> props = Map.of(
                 AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
                 AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 5000,

@@ -21,12 +21,14 @@ import javax.sql.DataSource;
 final class LabDatabase implements AutoCloseable {
     private final HikariDataSource dataSource;
 
+    private final String rawUrl;
     private final String url;
     private final String product;
 
-    private LabDatabase(HikariDataSource dataSource, String url, String product) {
+    private LabDatabase(HikariDataSource dataSource, String rawUrl, String product) {
         this.dataSource = dataSource;
-        this.url = url;
+        this.rawUrl = rawUrl;
+        this.url = redact(rawUrl);
         this.product = product;
     }
 
@@ -53,7 +55,7 @@ final class LabDatabase implements AutoCloseable {
         try (Connection c = ds.getConnection()) {
             String product = c.getMetaData().getDatabaseProductName() + " "
                     + c.getMetaData().getDatabaseProductVersion();
-            return new LabDatabase(ds, redact(url), product);
+            return new LabDatabase(ds, url, product);
         } catch (SQLException e) {
             ds.close();
             throw new LabOptions.BadOptionException(
@@ -65,8 +67,14 @@ final class LabDatabase implements AutoCloseable {
         return dataSource;
     }
 
+    /** The URL, password redacted, for printing. */
     String url() {
         return url;
+    }
+
+    /** The URL as given, password included: for the consumers the lab starts. */
+    String rawUrl() {
+        return rawUrl;
     }
 
     String product() {

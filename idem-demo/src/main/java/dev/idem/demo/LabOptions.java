@@ -95,6 +95,8 @@ record LabOptions(
 
             The double-charge lab: a payment flow over a broker into a database, every duplicate cause injected,
             consumed once without a guard and once per Idem guard, the damage counted with SQL.
+            To judge your own consumer instead: --consumer-cmd '<command>' (--consumer-cmd x --help for its options).
+            The outbox's two-stage flow (orders -> payments -> shipping): --flow two-stage (--flow two-stage --help).
 
               --orders N                 orders in the flow (default 3000)
               --partitions N             partitions of the order topic; consumer channels on RabbitMQ (default 4)
@@ -151,13 +153,9 @@ record LabOptions(
         List<String> list = new ArrayList<>(List.of(args));
         for (int i = 0; i < list.size(); i++) {
             String arg = list.get(i);
-            String name = arg;
-            String inline = null;
-            int eq = arg.indexOf('=');
-            if (arg.startsWith("--") && eq > 0) {
-                name = arg.substring(0, eq);
-                inline = arg.substring(eq + 1);
-            }
+            LabOptions.Arg parsed = LabOptions.Arg.of(arg);
+            String name = parsed.name();
+            String inline = parsed.inline();
             switch (name) {
                 case "--no-redis" -> noRedis = true;
                 case "--quiet" -> quiet = true;
@@ -208,9 +206,7 @@ record LabOptions(
             throw new BadOptionException("--redis-url and --no-redis contradict each other: pass only one");
         }
         if (out == null) {
-            out = workingDirectory.resolve("idem-demo").toFile().isDirectory()
-                    ? workingDirectory.resolve("idem-demo").resolve("out")
-                    : workingDirectory.resolve("idem-lab-out");
+            out = LabOptions.defaultOut(workingDirectory);
         }
         return new LabOptions(
                 orders,
@@ -229,14 +225,31 @@ record LabOptions(
                 quiet);
     }
 
-    private static String value(List<String> args, int i, String name) {
+    /** An argument: {@code --name=value} split into its name and inline value, any other one a name without one. */
+    record Arg(String name, String inline) {
+        static Arg of(String arg) {
+            int eq = arg.indexOf('=');
+            return arg.startsWith("--") && eq > 0
+                    ? new Arg(arg.substring(0, eq), arg.substring(eq + 1))
+                    : new Arg(arg, null);
+        }
+    }
+
+    /** Without {@code --out}: {@code idem-demo/out} when run from the project's root, else {@code ./idem-lab-out}. */
+    static Path defaultOut(Path workingDirectory) {
+        return workingDirectory.resolve("idem-demo").toFile().isDirectory()
+                ? workingDirectory.resolve("idem-demo").resolve("out")
+                : workingDirectory.resolve("idem-lab-out");
+    }
+
+    static String value(List<String> args, int i, String name) {
         if (i >= args.size() || args.get(i).startsWith("--")) {
             throw new BadOptionException("option " + name + " needs a value: write " + name + " VALUE (see --help)");
         }
         return args.get(i);
     }
 
-    private static int integer(String name, String value, int min, int max) {
+    static int integer(String name, String value, int min, int max) {
         long n;
         try {
             n = Long.parseLong(value.trim());
@@ -249,7 +262,7 @@ record LabOptions(
         return (int) n;
     }
 
-    private static double rate(String name, String value) {
+    static double rate(String name, String value) {
         double r;
         try {
             r = Double.parseDouble(value.trim());
@@ -265,7 +278,7 @@ record LabOptions(
     }
 
     /** A list of {@code host:port}, separated by commas (Kafka) or semicolons (RocketMQ name servers). */
-    private static String hostPorts(String name, String value, String example) {
+    static String hostPorts(String name, String value, String example) {
         for (String server : value.split("[,;]")) {
             int colon = server.lastIndexOf(':');
             boolean ok = colon > 0;
@@ -294,7 +307,7 @@ record LabOptions(
         return b;
     }
 
-    private static String url(String name, String value, String scheme, String example) {
+    static String url(String name, String value, String scheme, String example) {
         String lower = value.toLowerCase(Locale.ROOT);
         if (!lower.startsWith(scheme + "://") && !lower.startsWith(scheme + "s://")) {
             throw new BadOptionException(

@@ -65,6 +65,30 @@ class LabRunTest {
         assertThat(html.split("<svg ", -1)).hasSizeGreaterThanOrEqualTo(5 + 1);
     }
 
+    @Test
+    void consumersThatNeverConsume_neverDrain_exitStatus3() throws Exception {
+        SampleConsumerLab.Lab lab = SampleConsumerLab.run(
+                List.of(
+                        "--consumer-cmd",
+                        "sleep 300",
+                        "--consumers",
+                        "1",
+                        "--payments",
+                        "20",
+                        "--ready-timeout",
+                        "1",
+                        "--drain-timeout",
+                        "3",
+                        "--no-kills",
+                        "--db-kills",
+                        "0"),
+                out);
+
+        assertThat(lab.status()).as(lab.printed()).isEqualTo(3);
+        assertThat(lab.json()).containsEntry("drained", false).containsEntry("exit_status", 3.0);
+        assertThat(lab.number("lost")).isEqualTo(20);
+    }
+
     @SuppressWarnings("unchecked")
     static Map<String, Object> report(Path out) throws Exception {
         return (Map<String, Object>)

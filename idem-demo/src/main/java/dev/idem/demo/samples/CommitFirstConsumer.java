@@ -1,0 +1,33 @@
+package dev.idem.demo.samples;
+
+/**
+ * Wrong on purpose, for the lab's self-test: acknowledges a batch (commits the offsets) before it applies the
+ * payments. A consumer killed between the two never applies the rest of its batch: the lab must find lost payments.
+ * Its batches are Kafka's polls and, on NATS, fetches of up to {@value #NATS_FETCH}; each payment first calls a
+ * downstream service ({@value #DOWNSTREAM_CALL_MILLIS} ms, most of a real handler's time), so that the window between
+ * the acknowledgement and the writes is most of its time, as in the consumers it stands for (with a bare insert per
+ * payment, a kill seldom landed in it and the lab's self-test sometimes saw no loss).
+ */
+public final class CommitFirstConsumer {
+    private static final int NATS_FETCH = 20;
+    private static final long DOWNSTREAM_CALL_MILLIS = 20;
+
+    private CommitFirstConsumer() {}
+
+    public static void main(String[] args) {
+        Crash.onException(() -> run(SampleArgs.parse(args)));
+    }
+
+    private static void run(SampleArgs a) throws Exception {
+        Ledger ledger = new Ledger(a.get("jdbc"));
+        PaymentSource source = PaymentSource.of(a, NATS_FETCH);
+        while (true) {
+            java.util.List<Payment> batch = source.next();
+            source.acknowledge();
+            for (Payment p : batch) {
+                Thread.sleep(DOWNSTREAM_CALL_MILLIS); // the downstream call
+                ledger.apply(p);
+            }
+        }
+    }
+}

@@ -1,0 +1,47 @@
+package dev.idem.demo;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The consumer lab's verdicts on its sample consumers on the in-process Kafka broker (see {@link SampleConsumerLab}).
+ */
+class KafkaSampleConsumersLabTest extends SampleConsumerLab {
+    @Override
+    String broker() {
+        return "kafka";
+    }
+
+    @Test
+    void noDedup_isFoundDoubleCharging() throws Exception {
+        SampleConsumerLab.Lab lab = judge("NoDedupConsumer");
+
+        assertThat(lab.status()).as(lab.printed()).isEqualTo(1);
+        assertThat(lab.number("double")).isPositive();
+        assertThat(lab.number("account_mismatches")).isPositive();
+    }
+
+    @Test
+    void commitBeforeTheEffect_isFoundLosing() throws Exception {
+        SampleConsumerLab.Lab lab = judge("CommitFirstConsumer");
+
+        assertThat(lab.status()).as(lab.printed()).isEqualTo(1);
+        assertThat(lab.number("lost")).isPositive();
+    }
+
+    @Test
+    void checkThenAct_isFoundDoubleCharging_onlyWhereTwoConsumersGotTheSamePayment() throws Exception {
+        SampleConsumerLab.Lab lab = judge("CheckThenActConsumer");
+
+        assertThat(lab.status()).as(lab.printed()).isEqualTo(1);
+        lab.assertDoublesOnlyFromSimultaneousCopies();
+    }
+
+    @Test
+    void jdbcInbox_passes() throws Exception {
+        SampleConsumerLab.Lab lab = judge("InboxConsumer");
+
+        lab.assertPassedUnderEveryFault();
+    }
+}

@@ -68,6 +68,9 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         brokerConfig.setNamesrvAddr(nameServerAddress);
         brokerConfig.setBrokerIP1(ADVERTISED_HOST);
         brokerConfig.setListenPort(port);
+        // A send may wait this long for the broker's send threads: the 200 ms default answers SYSTEM_BUSY (flow
+        // control) to sends on a loaded test machine, which fails runs that prove nothing about the code under test.
+        brokerConfig.setWaitTimeMillsInSendQueue(2000);
         NettyServerConfig brokerNetty = new NettyServerConfig();
         brokerNetty.setListenPort(port);
         brokerNetty.setBindAddress("127.0.0.1");

@@ -61,6 +61,19 @@ public final class PaymentBank implements AutoCloseable {
         return queryLong("SELECT COUNT(*) FROM ledger WHERE account_id = ?", account);
     }
 
+    /** How many message keys of {@code account} have more than one ledger row (a duplicate effect each). */
+    public long keysDebitedTwice(String account) {
+        return queryLong(
+                "SELECT COUNT(*) FROM (SELECT message_key FROM ledger WHERE account_id = ?"
+                        + " GROUP BY message_key HAVING COUNT(*) > 1) d",
+                account);
+    }
+
+    /** How many distinct message keys of {@code account} have a ledger row. */
+    public long keysDebited(String account) {
+        return queryLong("SELECT COUNT(DISTINCT message_key) FROM ledger WHERE account_id = ?", account);
+    }
+
     public long balance(String account) {
         return queryLong("SELECT balance FROM account WHERE id = ?", account);
     }

@@ -44,6 +44,7 @@ public final class TestDatabase implements AutoCloseable {
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(url);
         config.setMaximumPoolSize(poolSize);
+        config.setMinimumIdle(1); // open the rest on demand: the servers are shared, and idle pools filled them up
         config.setPoolName("idem-test-" + name);
         config.setConnectionTimeout(10_000);
         this.dataSource = new HikariDataSource(config);

@@ -7,7 +7,9 @@ import java.util.List;
 import org.apache.camel.processor.idempotent.jdbc.JdbcMessageIdRepository;
 import org.springframework.integration.jdbc.metadata.JdbcMetadataStore;
 import org.springframework.integration.selector.MetadataStoreSelector;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
 import org.springframework.messaging.support.GenericMessage;
+import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * Apache Camel's and Spring Integration's JDBC idempotent consumers, configured as their documentation shows, driven
@@ -69,7 +71,9 @@ final class AnchorContenders {
      * Spring Integration's idempotent receiver: a {@link MetadataStoreSelector} on a {@link JdbcMetadataStore}
      * (table from the shipped {@code schema-*.sql}); {@code accept} is its {@code putIfAbsent}; a rejected message is
      * discarded (acked). The store's writes are not part of the business transaction, and nothing removes a mark when
-     * the handler fails (Spring Integration has no failure hook for it).
+     * the handler fails (Spring Integration has no failure hook for it). On a pool that hands out connections with
+     * auto-commit off, {@code accept} runs in a {@code TransactionTemplate} of its own (the store's {@code
+     * JdbcTemplate} would never commit otherwise).
      */
     static Contender springIntegration() {
         return new JdbcContenders.Simple(
@@ -80,13 +84,20 @@ final class AnchorContenders {
                     store.start();
                     MetadataStoreSelector selector =
                             new MetadataStoreSelector(message -> ((Delivery) message.getPayload()).key(), store);
+                    TransactionTemplate ownTransaction = bank.autoCommitPool()
+                            ? null
+                            : new TransactionTemplate(new DataSourceTransactionManager(bank.dataSource()));
                     return new Contender.Session() {
                         @Override
                         public List<Answer> deliver(List<Delivery> batch) throws Exception {
                             Delivery d = batch.get(0);
                             boolean accepted;
                             try {
-                                accepted = selector.accept(new GenericMessage<>(d));
+                                GenericMessage<Delivery> message = new GenericMessage<>(d);
+                                accepted = ownTransaction == null
+                                        ? selector.accept(message)
+                                        : Boolean.TRUE.equals(
+                                                ownTransaction.execute(status -> selector.accept(message)));
                             } catch (RuntimeException e) {
                                 return List.of(Answer.RETRY);
                             }

@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import javax.sql.DataSource;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The business database of the workload: {@code account(id, balance)}, {@code ledger(payment_id, account_id,
@@ -79,13 +80,46 @@ final class Bank {
                         + ".sql");
     }
 
-    /** Empties every table and refills the accounts (and the payments, for the state-machine guard). */
-    void reset(Workload workload, List<String> alsoTruncate) throws SQLException {
-        List<String> tables = new ArrayList<>(List.of("account", "payment", "processed", "ledger", "ledger_unique"));
-        tables.add("INT_METADATA_STORE");
-        tables.addAll(alsoTruncate);
-        for (String table : tables) {
+    /** The dedup tables of the contenders and their key column; retained rows are filled into those that exist. */
+    private static final Map<String, String> DEDUP_KEYS = Map.of(
+            "processed", "id",
+            "idem_keys", "id",
+            "CAMEL_MESSAGEPROCESSED", "messageId",
+            "INT_METADATA_STORE", "METADATA_KEY");
+
+    /** The dedup table each contender writes its marks to; the others keep none in the database. */
+    private static final Map<String, String> DEDUP_TABLE_OF = Map.of(
+            "hand", "processed",
+            "hand-batch", "processed",
+            "idem-inbox", "idem_keys",
+            "idem-inbox-batch", "idem_keys",
+            "idem-jdbc-lease", "idem_keys",
+            "camel-jdbc", "CAMEL_MESSAGEPROCESSED",
+            "si-jdbc", "INT_METADATA_STORE");
+
+    /** The dedup table of a contender, or null when it keeps no marks in the database. */
+    static @Nullable String dedupTableOf(String contender) {
+        return DEDUP_TABLE_OF.get(contender);
+    }
+
+    /** Every retained row's key starts with this; every key of a run sorts before it. */
+    static final String RETAINED = "retained:";
+
+    /**
+     * Empties the business tables and refills the accounts (and the payments, for the state-machine guard). With
+     * {@code retained} 0 empties every dedup table; else leaves {@code retained} completed marks of other keys in
+     * {@code dedupTable} (the running contender's, if any), as a table holds after days of traffic. The retained rows
+     * are written once by one statement on the server and kept from run to run (only the run's own rows, which sort
+     * before them, are deleted), so that millions of them cost their fill once.
+     */
+    void reset(Workload workload, int retained, @Nullable String dedupTable) throws SQLException {
+        for (String table : List.of("account", "payment", "ledger", "ledger_unique")) {
             execute((engine == Engine.H2 ? "TRUNCATE TABLE " : "TRUNCATE ") + table);
+        }
+        for (Map.Entry<String, String> dedup : DEDUP_KEYS.entrySet()) {
+            if ((retained == 0 || dedup.getKey().equals(dedupTable)) && tableExists(dedup.getKey())) {
+                keepRetained(dedup.getKey(), dedup.getValue(), retained);
+            }
         }
         List<Object[]> accounts = new ArrayList<>();
         for (int a = 1; a <= workload.accounts(); a++) {
@@ -99,28 +133,88 @@ final class Bank {
         insertRows("payment (id, status)", payments);
     }
 
+    private void keepRetained(String table, String key, int retained) throws SQLException {
+        if (retained == 0) {
+            execute((engine == Engine.H2 ? "TRUNCATE TABLE " : "TRUNCATE ") + table);
+            return;
+        }
+        if (hasKey(table, key, RETAINED + retained) && !hasKey(table, key, RETAINED + (retained + 1))) {
+            execute("DELETE FROM " + table + " WHERE " + key + " < '" + RETAINED + "'");
+            return;
+        }
+        execute((engine == Engine.H2 ? "TRUNCATE TABLE " : "TRUNCATE ") + table);
+        long started = System.nanoTime();
+        fill(table, retained, false);
+        analyze(table);
+        System.err.printf(
+                java.util.Locale.ROOT,
+                "filled %s with %,d retained rows in %.1f s%n",
+                table,
+                retained,
+                (System.nanoTime() - started) / 1e9);
+    }
+
+    /** Fresh statistics (and, on PostgreSQL, a visibility map) for a table just filled, as autovacuum would leave it. */
+    void analyze(String table) throws SQLException {
+        if (engine == Engine.H2) {
+            return;
+        }
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(true); // VACUUM cannot run inside a transaction
+            try (Statement s = c.createStatement()) {
+                s.execute(engine == Engine.POSTGRESQL ? "VACUUM ANALYZE " + table : "ANALYZE TABLE " + table);
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        }
+    }
+
+    private boolean hasKey(String table, String key, String value) throws SQLException {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement ps = c.prepareStatement("SELECT 1 FROM " + table + " WHERE " + key + " = ?")) {
+            ps.setString(1, value);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
     /**
-     * Fills {@code idem_keys} with {@code count} completed marks of other keys, as a store holds after days of
-     * traffic: kept until tomorrow ({@code expired} false) or with their retention ended, waiting for the purge.
-     * Written by one statement on the server.
+     * Inserts {@code count} completed marks of other keys into a dedup table, kept until tomorrow ({@code expired}
+     * false, keys {@code retained:1…}) or with their retention ended, waiting for the purge (keys {@code
+     * expired:1…}). One statement on the server (generate_series, MariaDB's sequence engine, H2's SYSTEM_RANGE).
      */
-    void fillMarks(int count, boolean expired) throws SQLException {
+    void fill(String table, int count, boolean expired) throws SQLException {
         long now = System.currentTimeMillis();
         long expiresAt = expired ? now - 1000 : now + 86_400_000L;
-        String prefix = expired ? "'expired:'" : "'retained:'";
-        String rows = switch (engine) {
-            case POSTGRESQL ->
-                "SELECT " + prefix + " || g, 'DONE', 'old', 0, " + expiresAt + ", " + (now - 2000)
-                        + ", NULL, NULL FROM generate_series(1, " + count + ") g";
-            case MARIADB ->
-                "SELECT CONCAT(" + prefix + ", seq), 'DONE', 'old', 0, " + expiresAt + ", " + (now - 2000)
-                        + ", NULL, NULL FROM seq_1_to_" + count;
-            case H2 ->
-                "SELECT " + prefix + " || X, 'DONE', 'old', 0, " + expiresAt + ", " + (now - 2000)
-                        + ", NULL, NULL FROM SYSTEM_RANGE(1, " + count + ")";
+        String prefix = "'" + (expired ? "expired:" : RETAINED) + "'";
+        String key = switch (engine) {
+            case POSTGRESQL -> prefix + " || g";
+            case MARIADB -> "CONCAT(" + prefix + ", g.seq)";
+            case H2 -> prefix + " || g.X";
         };
-        execute("INSERT INTO idem_keys (id, state, owner_token, fencing_token, expires_at, completed_at, fingerprint,"
-                + " result_data) " + rows);
+        String source = switch (engine) {
+            case POSTGRESQL -> " FROM generate_series(1, " + count + ") g";
+            case MARIADB -> " FROM seq_1_to_" + count + " g";
+            case H2 -> " FROM SYSTEM_RANGE(1, " + count + ") g";
+        };
+        String ts = engine == Engine.MARIADB ? "NOW()" : "CURRENT_TIMESTAMP";
+        String sql = switch (table) {
+            case "idem_keys" ->
+                "INSERT INTO idem_keys (id, state, owner_token, fencing_token, expires_at, completed_at, fingerprint,"
+                        + " result_data) SELECT " + key + ", 'DONE', 'old', 0, " + expiresAt + ", " + (now - 2000)
+                        + ", NULL, NULL" + source;
+            case "processed" -> "INSERT INTO processed (id) SELECT " + key + source;
+            case "CAMEL_MESSAGEPROCESSED" ->
+                "INSERT INTO CAMEL_MESSAGEPROCESSED (processorName, messageId, createdAt) SELECT 'payments', " + key
+                        + ", " + ts + source;
+            case "INT_METADATA_STORE" ->
+                "INSERT INTO INT_METADATA_STORE (METADATA_KEY, METADATA_VALUE, REGION) SELECT " + key + ", " + key
+                        + ", 'DEFAULT'" + source;
+            default -> throw new IllegalArgumentException("not a dedup table: " + table);
+        };
+        execute(sql);
     }
 
     boolean tableExists(String table) {
@@ -220,20 +314,43 @@ final class Bank {
         T run(Connection c) throws SQLException;
     }
 
-    /** Runs {@code work} in a transaction: commit when it returns, roll back when it throws. */
+    /**
+     * Runs {@code work} in a transaction: commit when it returns, roll back when it throws. As a careful engineer
+     * writes it on either kind of pool: on a connection handed out in auto-commit, auto-commit goes off for the
+     * transaction and the commit is switching it back on (JDBC commits then: one round trip for both, as Idem's own
+     * transactions do); on a connection handed out with auto-commit off, nothing is switched.
+     */
     <T> T inTransaction(Work<T> work) throws SQLException {
         try (Connection c = dataSource.getConnection()) {
-            c.setAutoCommit(false);
+            boolean autoCommit = c.getAutoCommit();
+            if (autoCommit) {
+                c.setAutoCommit(false);
+            }
+            boolean committed = false;
             try {
                 T result = work.run(c);
-                c.commit();
+                if (autoCommit) {
+                    c.setAutoCommit(true);
+                } else {
+                    c.commit();
+                }
+                committed = true;
                 return result;
             } catch (SQLException | RuntimeException | Error e) {
                 rollbackQuietly(c);
                 throw e;
             } finally {
-                c.setAutoCommit(true);
+                if (autoCommit && !committed) {
+                    c.setAutoCommit(true);
+                }
             }
+        }
+    }
+
+    /** Whether the pool hands out connections in auto-commit. */
+    boolean autoCommitPool() throws SQLException {
+        try (Connection c = dataSource.getConnection()) {
+            return c.getAutoCommit();
         }
     }
 
@@ -366,11 +483,14 @@ final class Bank {
 
     // ---------------------------------------------------------------- helpers
 
+    /** Runs one statement and commits it, whatever the pool's commit mode. */
     void execute(String sql) throws SQLException {
-        try (Connection c = dataSource.getConnection();
-                Statement s = c.createStatement()) {
-            s.execute(sql);
-        }
+        inTransaction(c -> {
+            try (Statement s = c.createStatement()) {
+                s.execute(sql);
+            }
+            return null;
+        });
     }
 
     private void insertRows(String tableAndColumns, List<Object[]> rows) throws SQLException {
@@ -379,7 +499,7 @@ final class Bank {
         }
         int width = rows.get(0).length;
         String tuple = "(" + String.join(", ", Collections.nCopies(width, "?")) + ")";
-        try (Connection c = dataSource.getConnection()) {
+        inTransaction(c -> {
             for (int from = 0; from < rows.size(); from += 500) {
                 List<Object[]> chunk = rows.subList(from, Math.min(rows.size(), from + 500));
                 String sql = "INSERT INTO " + tableAndColumns + " VALUES "
@@ -394,7 +514,8 @@ final class Bank {
                     ps.executeUpdate();
                 }
             }
-        }
+            return null;
+        });
     }
 
     /**

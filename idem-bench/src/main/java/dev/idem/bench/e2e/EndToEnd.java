@@ -3,14 +3,12 @@ package dev.idem.bench.e2e;
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.bench.e2e.Workload.Shape;
-import dev.idem.jdbc.JdbcStore;
 import dev.idem.testsupport.CountingSocketFactory;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestDatabase.Engine;
 import dev.idem.testsupport.TestServers;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.time.LocalDate;
 import java.util.ArrayList;
@@ -43,12 +41,18 @@ import org.jspecify.annotations.Nullable;
  * the default local ports); a server that does not answer is left out, and the report says so. Options (defaults in
  * brackets): {@code --deliveries} [20000], {@code --duplicates} share of copies of earlier payments [0.2], {@code
  * --racing} share of those copies that race their original from a second thread [0.25], {@code --accounts} [100000],
- * {@code --rounds} [5], {@code --scenarios} throughput runs, database:threads [postgresql:1,postgresql:4,mariadb:4],
- * {@code --fault-scenarios} runs with faults, once [postgresql:4,mariadb:4], {@code --handler-failures} [0.01], {@code
- * --crashes-in-handler} [0.0025], {@code --crashes-after-commit} [0.0025], {@code --batch} [100], {@code --lease}
- * lease of the lease stores in ms [2000], {@code --contenders} ids to run [all], {@code --no-redis}, {@code --seed}
- * [42], {@code --timeout} per run in s [300], {@code --warmup} deliveries of an untimed first run of every contender on every
- * database, 0 for none [10000], {@code --out} a file for the Markdown report.
+ * {@code --rounds} [5], {@code --scenarios} throughput runs, database:threads
+ * [postgresql:1,postgresql:4,mariadb:1,mariadb:4], {@code --pools} the pool kinds every throughput scenario runs on,
+ * {@code auto} (connections handed out in auto-commit), {@code manual} or both [auto,manual] (every contender of a
+ * scenario shares its pool), {@code --retained} completed marks of other keys in every dedup table during the runs,
+ * one scenario per count [0], e.g. {@code 0,10000000} (filled once per table by one statement on the server, kept
+ * from run to run; with a count above 0 the report adds the tables' bytes per mark, a purge next to the retained
+ * marks while the inbox runs, and Redis memory per mark on a private Redis), {@code --fault-scenarios} runs with
+ * faults, once, on the first pool kind and empty tables [postgresql:4,mariadb:4], {@code --handler-failures} [0.01],
+ * {@code --crashes-in-handler} [0.0025], {@code --crashes-after-commit} [0.0025], {@code --batch} [100], {@code
+ * --lease} lease of the lease stores in ms [2000], {@code --contenders} ids to run [all], {@code --no-redis}, {@code
+ * --seed} [42], {@code --timeout} per run in s [300], {@code --warmup} deliveries of an untimed first run of every
+ * contender on every database, 0 for none [10000], {@code --out} a file for the Markdown report.
  */
 public final class EndToEnd {
     /** The names of the contenders' ids in order. */
@@ -66,17 +70,42 @@ public final class EndToEnd {
             "si-jdbc",
             "redis-setnx");
 
-    /** One database and thread count; with faults or without. */
-    record Scenario(Engine engine, int threads, boolean faults) {
+    /**
+     * One database and thread count, on a pool handing out connections in auto-commit or not (every contender of the
+     * scenario shares that pool), with {@code retained} completed marks of other keys in the dedup tables during every
+     * run (0: empty tables); with faults or without.
+     */
+    record Scenario(Engine engine, int threads, boolean faults, boolean autoCommit, int retained) {
         String title() {
             String db = switch (engine) {
                 case POSTGRESQL -> "PostgreSQL";
                 case MARIADB -> "MariaDB";
                 case H2 -> "H2";
             };
-            return db + " " + threads + (threads == 1 ? " thread" : " threads") + (faults ? ", faults" : "");
+            return db + " " + threads + (threads == 1 ? " thread" : " threads")
+                    + (autoCommit ? "" : ", manual-commit pool")
+                    + (retained == 0 ? "" : String.format(Locale.ROOT, ", %,d retained", retained))
+                    + (faults ? ", faults" : "");
+        }
+
+        /** The pool this scenario runs on. */
+        PoolKey pool() {
+            return new PoolKey(engine, retained, autoCommit);
         }
     }
+
+    /**
+     * One database and one pool kind (auto-commit connections or not). Each count of retained marks gets a database
+     * of its own, so that the empty tables stay empty and the full ones are filled once.
+     */
+    record PoolKey(Engine engine, int retained, boolean autoCommit) {
+        DatabaseKey database() {
+            return new DatabaseKey(engine, retained);
+        }
+    }
+
+    /** A database of the run: one per engine and count of retained marks. */
+    record DatabaseKey(Engine engine, int retained) {}
 
     /** The settings of a benchmark run. */
     record Options(
@@ -88,7 +117,6 @@ public final class EndToEnd {
             Duration lease,
             Duration timeout,
             int batch,
-            int retained,
             int warmup,
             @Nullable Path out,
             String command) {}
@@ -172,6 +200,7 @@ public final class EndToEnd {
                 "--seed",
                 "--timeout",
                 "--retained",
+                "--pools",
                 "--warmup",
                 "--out");
         for (String k : given.keySet()) {
@@ -188,9 +217,26 @@ public final class EndToEnd {
                 Double.parseDouble(given.getOrDefault("--crashes-in-handler", "0.0025")),
                 Double.parseDouble(given.getOrDefault("--crashes-after-commit", "0.0025")),
                 Long.parseLong(given.getOrDefault("--seed", "42")));
+        List<Boolean> pools = pools(given.getOrDefault("--pools", "auto,manual"));
+        List<Integer> retained = new ArrayList<>();
+        for (String r : given.getOrDefault("--retained", "0").split(",")) {
+            int count = Integer.parseInt(r.strip().replace("_", ""));
+            if (count < 0) {
+                throw new IllegalArgumentException("--retained counts must be 0 or more, got " + count);
+            }
+            retained.add(count);
+        }
         List<Scenario> scenarios = new ArrayList<>();
-        scenarios.addAll(scenarios(given.getOrDefault("--scenarios", "postgresql:1,postgresql:4,mariadb:4"), false));
-        scenarios.addAll(scenarios(given.getOrDefault("--fault-scenarios", "postgresql:4,mariadb:4"), true));
+        scenarios.addAll(scenarios(
+                given.getOrDefault("--scenarios", "postgresql:1,postgresql:4,mariadb:1,mariadb:4"),
+                false,
+                pools,
+                retained));
+        scenarios.addAll(scenarios(
+                given.getOrDefault("--fault-scenarios", "postgresql:4,mariadb:4"),
+                true,
+                pools.subList(0, 1),
+                List.of(0)));
         Set<String> contenders = new LinkedHashSet<>();
         if (given.containsKey("--contenders")) {
             for (String id : given.get("--contenders").split(",")) {
@@ -220,13 +266,29 @@ public final class EndToEnd {
                 Duration.ofMillis(Long.parseLong(given.getOrDefault("--lease", "2000"))),
                 Duration.ofSeconds(Long.parseLong(given.getOrDefault("--timeout", "300"))),
                 batch,
-                Integer.parseInt(given.getOrDefault("--retained", "0")),
                 Integer.parseInt(given.getOrDefault("--warmup", "10000")),
                 given.containsKey("--out") ? Path.of(given.get("--out")) : null,
                 String.join(" ", args));
     }
 
-    private static List<Scenario> scenarios(String spec, boolean faults) {
+    /** {@code auto}, {@code manual} or both: the pool kinds every scenario runs on. */
+    private static List<Boolean> pools(String spec) {
+        List<Boolean> kinds = new ArrayList<>();
+        for (String kind : spec.split(",")) {
+            switch (kind.strip()) {
+                case "auto" -> kinds.add(true);
+                case "manual" -> kinds.add(false);
+                default ->
+                    throw new IllegalArgumentException(
+                            "--pools takes auto (connections handed out in auto-commit), manual or auto,manual; got "
+                                    + kind);
+            }
+        }
+        return kinds;
+    }
+
+    private static List<Scenario> scenarios(
+            String spec, boolean faults, List<Boolean> pools, List<Integer> retainedCounts) {
         List<Scenario> list = new ArrayList<>();
         if (spec.isBlank() || spec.equals("none")) {
             return list;
@@ -248,7 +310,11 @@ public final class EndToEnd {
             if (threads < 1 || threads > 32) {
                 throw new IllegalArgumentException("threads must be 1 to 32, got " + threads);
             }
-            list.add(new Scenario(engine, threads, faults));
+            for (int retained : retainedCounts) {
+                for (boolean autoCommit : pools) {
+                    list.add(new Scenario(engine, threads, faults, autoCommit, retained));
+                }
+            }
         }
         return list;
     }
@@ -273,9 +339,9 @@ public final class EndToEnd {
     static Report run(Options options) throws Exception {
         String loadBefore = Machine.loadAverage();
         List<String> skipped = new ArrayList<>();
-        Map<Engine, TestDatabase> databases = new EnumMap<>(Engine.class);
+        Map<DatabaseKey, TestDatabase> databases = new LinkedHashMap<>();
         Map<Engine, String> databaseFacts = new EnumMap<>(Engine.class);
-        Map<Engine, HikariDataSource> counted = new EnumMap<>(Engine.class);
+        Map<PoolKey, HikariDataSource> pools = new LinkedHashMap<>();
         Faults faults = new Faults();
         String redisUri = null;
         if (options.redis()) {
@@ -283,7 +349,7 @@ public final class EndToEnd {
         }
         List<Measurement> measurements = new ArrayList<>();
         List<ClaimsMeasurement> claims = new ArrayList<>();
-        List<String> purgeFacts = new ArrayList<>();
+        List<String> scaleFacts = new ArrayList<>();
         Workload clean = Workload.generate(options.shape().withoutFaults());
         Workload faulty = Workload.generate(options.shape());
         List<Contender> contenders = contenders(options.batch()).stream()
@@ -291,27 +357,46 @@ public final class EndToEnd {
                 .toList();
         String redisFacts = redisUri == null ? "" : Machine.redis(redisUri);
         try {
-            Set<Engine> engines = new LinkedHashSet<>();
-            options.scenarios().forEach(s -> engines.add(s.engine()));
-            for (Engine engine : engines) {
-                TestDatabase db = reachable(engine.name(), skipped, () -> open(engine));
-                if (db != null) {
-                    databases.put(engine, db);
-                    counted.put(engine, countedPool(engine, db));
-                    new Bank(counted.get(engine), engine, faults).createTables();
-                    databaseFacts.put(engine, Machine.database(engine, db.dataSource()));
+            Set<Engine> unreachable = new LinkedHashSet<>();
+            for (Scenario s : options.scenarios()) {
+                DatabaseKey key = s.pool().database();
+                if (unreachable.contains(key.engine())) {
+                    continue;
+                }
+                if (!databases.containsKey(key)) {
+                    TestDatabase db = reachable(key.engine().name(), skipped, () -> open(key.engine()));
+                    if (db == null) {
+                        unreachable.add(key.engine());
+                        continue;
+                    }
+                    databases.put(key, db);
+                    databaseFacts.putIfAbsent(key.engine(), Machine.database(key.engine(), db.dataSource()));
+                }
+                TestDatabase db = databases.get(key);
+                if (!pools.containsKey(s.pool())) {
+                    int threads = options.scenarios().stream()
+                            .mapToInt(Scenario::threads)
+                            .max()
+                            .orElse(1);
+                    HikariDataSource pool = countedPool(s.pool(), db, 2 * threads + 2); // consumers, racers, purge
+
+                    if (pools.keySet().stream().noneMatch(p -> p.database().equals(key))) {
+                        new Bank(pool, key.engine(), faults).createTables();
+                    }
+                    pools.put(s.pool(), pool);
                 }
             }
+            Set<Engine> engines = new LinkedHashSet<>();
+            databases.keySet().forEach(k -> engines.add(k.engine()));
             if (options.warmup() > 0) {
-                warmUp(options, contenders, databases.keySet(), counted, faults, redisUri);
+                warmUp(options, contenders, engines, pools, faults, redisUri);
             }
             for (int round = 0; round < options.rounds(); round++) {
                 for (Scenario s : options.scenarios()) {
-                    TestDatabase db = databases.get(s.engine());
-                    if (db == null || (s.faults() && round > 0)) {
+                    if (!pools.containsKey(s.pool()) || (s.faults() && round > 0)) {
                         continue;
                     }
-                    Bank bank = new Bank(counted.get(s.engine()), s.engine(), faults);
+                    Bank bank = new Bank(pools.get(s.pool()), s.engine(), faults);
                     List<Contender> order = new ArrayList<>(contenders);
                     Collections.rotate(order, -round);
                     for (Contender c : order) {
@@ -331,13 +416,26 @@ public final class EndToEnd {
                     }
                 }
             }
-            if (options.retained() > 0) {
-                for (Map.Entry<Engine, HikariDataSource> e : counted.entrySet()) {
-                    purgeFacts.add(purgeRate(new Bank(e.getValue(), e.getKey(), faults), options.retained()));
+            int mostRetained = options.scenarios().stream()
+                    .mapToInt(Scenario::retained)
+                    .max()
+                    .orElse(0);
+            if (mostRetained > 0) {
+                for (Engine engine : engines) {
+                    Scenario busiest = options.scenarios().stream()
+                            .filter(s -> s.engine() == engine && !s.faults() && s.retained() == mostRetained)
+                            .max(java.util.Comparator.comparingInt(Scenario::threads))
+                            .orElseThrow();
+                    Bank bank = new Bank(pools.get(busiest.pool()), engine, faults);
+                    scaleFacts.add(Scale.tableBytes(bank));
+                    scaleFacts.add(Scale.purgeUnderLoad(bank, mostRetained, busiest.threads(), clean, options));
+                }
+                if (redisUri != null) {
+                    scaleFacts.add(Scale.redisBytesPerMark(options.batch()));
                 }
             }
         } finally {
-            counted.values().forEach(HikariDataSource::close);
+            pools.values().forEach(HikariDataSource::close);
             databases.values().forEach(TestDatabase::close);
         }
         String markdown = Tables.markdown(
@@ -352,23 +450,20 @@ public final class EndToEnd {
                         "Load average (1 min) before / after: " + loadBefore + " / " + Machine.loadAverage(),
                         databaseFacts.values().stream().collect(Collectors.joining("; ")),
                         redisFacts,
-                        options.retained() == 0
-                                ? ""
-                                : "Retention full: " + options.retained() + " completed marks of other keys in"
-                                        + " idem_keys during every run; " + String.join("; ", purgeFacts)));
+                        String.join("; ", scaleFacts)));
         return new Report(measurements, claims, skipped, markdown);
     }
 
     /**
      * Runs every contender once per database (in its first timed scenario) on a clean workload, untimed, so that the
      * timed rounds measure compiled code: a guard's longer code path would otherwise pay more of the JIT's warm-up than the
-     * hand-written loop does.
+     * hand-written loop does. Every contender gets the same warm-up.
      */
     private static void warmUp(
             Options options,
             List<Contender> contenders,
             Set<Engine> engines,
-            Map<Engine, HikariDataSource> counted,
+            Map<PoolKey, HikariDataSource> pools,
             Faults faults,
             @Nullable String redisUri)
             throws Exception {
@@ -378,7 +473,7 @@ public final class EndToEnd {
                 .filter(s -> !s.faults() && engines.contains(s.engine()))
                 .forEach(s -> firstOfEachEngine.putIfAbsent(s.engine(), s));
         for (Scenario s : firstOfEachEngine.values()) {
-            Bank bank = new Bank(counted.get(s.engine()), s.engine(), faults);
+            Bank bank = new Bank(pools.get(s.pool()), s.engine(), faults);
             for (Contender c : contenders) {
                 if (!c.needsRedis() || redisUri != null) {
                     runOne(c, s, -1, warm, bank, redisUri, options);
@@ -390,46 +485,15 @@ public final class EndToEnd {
         }
     }
 
-    /** How fast a purge deletes {@code count} marks whose retention ended, on an otherwise empty table. */
-    private static String purgeRate(Bank bank, int count) throws SQLException {
-        if (!bank.tableExists("idem_keys")) {
-            return "purge on " + bank.engine() + ": not measured, no Idem contender ran there";
-        }
-        bank.execute("DELETE FROM idem_keys");
-        bank.fillMarks(count, true);
-        JdbcStore store = JdbcStore.builder(bank.dataSource()).build();
-        long start = System.nanoTime();
-        int purged = store.purgeExpired();
-        double seconds = (System.nanoTime() - start) / 1e9;
-        String fact = String.format(
-                Locale.ROOT,
-                "purge on %s: %,d expired marks in %.2f s (%,.0f rows/s)",
-                bank.engine(),
-                purged,
-                seconds,
-                purged / seconds);
-        System.err.println(fact);
-        return fact;
-    }
-
     private static Measurement runOne(
             Contender c, Scenario s, int round, Workload workload, Bank bank, @Nullable String redisUri, Options o)
             throws Exception {
-        List<String> ownTables = new ArrayList<>();
-        for (String table : List.of("idem_keys", "CAMEL_MESSAGEPROCESSED")) {
-            if (bank.tableExists(table)) {
-                ownTables.add(table);
-            }
-        }
-        bank.reset(workload, ownTables);
-        if (o.retained() > 0 && ownTables.contains("idem_keys")) {
-            bank.fillMarks(o.retained(), false);
-        }
         String runId = "e2e" + Long.toString(ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE, 36);
         Runner.Result result;
         Costs costs;
         String server = s.engine() == Engine.MARIADB ? "mariadb" : "postgres";
         try (Contender.Session session = c.open(new Contender.Env(bank, redisUri, runId, o.lease()))) {
+            bank.reset(workload, s.retained(), Bank.dedupTableOf(c.id())); // after open: it creates its own table
             long trips = CountingSocketFactory.total();
             long jvm = ProcessCpu.jvmNanos();
             Map<Long, Long> database = ProcessCpu.serverNanos(server);
@@ -502,12 +566,18 @@ public final class EndToEnd {
         return out;
     }
 
-    /** A pool on the database of {@code db} whose connections count their round trips. */
-    private static HikariDataSource countedPool(Engine engine, TestDatabase db) {
+    /**
+     * A pool of at most {@code size} connections on the database of {@code db} whose connections count their round
+     * trips, handing them out in auto-commit or not.
+     */
+    private static HikariDataSource countedPool(PoolKey key, TestDatabase db, int size) {
         HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(engine == Engine.H2 ? db.url() : CountingSocketFactory.urlWithCounting(db.url()));
-        config.setMaximumPoolSize(16);
-        config.setPoolName("e2e-" + engine.name().toLowerCase(Locale.ROOT));
+        config.setJdbcUrl(key.engine() == Engine.H2 ? db.url() : CountingSocketFactory.urlWithCounting(db.url()));
+        config.setMaximumPoolSize(size); // the servers are shared: no more connections than the run can use
+        config.setMinimumIdle(1);
+        config.setAutoCommit(key.autoCommit());
+        config.setPoolName(
+                "e2e-" + key.engine().name().toLowerCase(Locale.ROOT) + (key.autoCommit() ? "-auto" : "-manual"));
         return new HikariDataSource(config);
     }
 

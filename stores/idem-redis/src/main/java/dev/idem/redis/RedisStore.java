@@ -175,8 +175,7 @@ public final class RedisStore implements IdempotencyStore {
         }
         ClaimResult[] results = new ClaimResult[requests.size()];
         List<Chunk> pending = chunks(requests);
-        long giveUpArming = System.nanoTime()
-                + armingDelay.multipliedBy(2).plus(commandTimeout).toNanos();
+        Long giveUpArming = null; // set by the first reply that asks to wait: a slow first call is not arming time
         for (boolean firstRound = true; !pending.isEmpty(); firstRound = false) {
             Instant now = clock.instant();
             List<RedisLink.Call<List<Object>>> calls = new ArrayList<>(pending.size());
@@ -209,6 +208,10 @@ public final class RedisStore implements IdempotencyStore {
                 throw lost;
             }
             if (armingLeft > 0) {
+                if (giveUpArming == null) {
+                    giveUpArming = System.nanoTime()
+                            + armingDelay.multipliedBy(2).plus(commandTimeout).toNanos();
+                }
                 awaitArming(armingLeft, giveUpArming);
             }
             pending = again;

@@ -92,6 +92,24 @@ class RedisStoreMarkLossTest {
     }
 
     @Test
+    void firstClaimSlowerThanTheArmingDelay_andTheCommandTimeout_stillWaitsOutTheArming() {
+        // A first call held up longer than both (its connection set up on a loaded machine, the script loaded): the
+        // arming wait is counted from the reply that asks for it, not from before the call. Seen in a CI run: the
+        // first lease-guarded call of an application gave up after 10 s, "another store with a longer armingDelay".
+        RedisStore store = store(RedisStore.MarkLossPolicy.untilRearmed(), Duration.ofMillis(300));
+        RedisClient admin = RedisClient.create(redis.url());
+        try (StatefulRedisConnection<String, String> pauser = admin.connect()) {
+            pauser.sync().clientPause(2_500); // longer than 2 x 300 ms + the 1 s command timeout
+
+            ClaimResult first = store.claim(claimOf("first", "owner-a"));
+
+            assertThat(first).isInstanceOf(ClaimResult.Claimed.class);
+        } finally {
+            admin.shutdown();
+        }
+    }
+
+    @Test
     void restartWithoutPersistence_failsClosedForEveryKey_andWarns_untilRearmed() {
         RedisStore store = store();
         long lastToken = 0;

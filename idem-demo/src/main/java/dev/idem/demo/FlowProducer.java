@@ -50,6 +50,9 @@ final class FlowProducer {
             String retryLabel,
             String resendLabel) {}
 
+    /** How many times a send that keeps timing out is sent again before the run fails. */
+    private static final int MAX_SENDS_AGAIN = 20;
+
     private final String bootstrap;
     private final @Nullable TcpProxy proxy;
     private final String topic;
@@ -125,7 +128,7 @@ final class FlowProducer {
         }
         // The first record goes through normally: the connection must be up, so that the others reach the broker
         // and only their acknowledgements are lost.
-        producer.send(record(chunk.get(0))).get(30, TimeUnit.SECONDS);
+        long resent = sendUntilAcknowledged(producer, chunk.get(0));
         proxy.blackholeAll(true);
         List<Future<RecordMetadata>> first = new ArrayList<>();
         try {
@@ -136,19 +139,39 @@ final class FlowProducer {
         } finally {
             proxy.blackholeAll(false);
         }
-        long resent = 0;
         for (int k = 1; k < chunk.size(); k++) {
             try {
                 first.get(k - 1).get(30, TimeUnit.SECONDS);
             } catch (ExecutionException e) {
-                if (!(e.getCause() instanceof org.apache.kafka.common.errors.TimeoutException)) {
+                if (!timedOut(e)) {
                     throw e;
                 }
-                producer.send(record(chunk.get(k))).get(30, TimeUnit.SECONDS);
-                resent++;
+                resent += 1 + sendUntilAcknowledged(producer, chunk.get(k));
             }
         }
         return resent;
+    }
+
+    /**
+     * Sends {@code s} as an application does that sends again after each timeout (the producer's delivery timeout is
+     * short, and a loaded machine can exceed it with the proxy open); how many times it was sent again, each of them
+     * perhaps one more copy in the topic.
+     */
+    private long sendUntilAcknowledged(KafkaProducer<byte[], byte[]> producer, OrderFlow.Send s) throws Exception {
+        for (long again = 0; ; again++) {
+            try {
+                producer.send(record(s)).get(30, TimeUnit.SECONDS);
+                return again;
+            } catch (ExecutionException e) {
+                if (!timedOut(e) || again == MAX_SENDS_AGAIN) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static boolean timedOut(ExecutionException e) {
+        return e.getCause() instanceof org.apache.kafka.common.errors.TimeoutException;
     }
 
     private long resendTwice(

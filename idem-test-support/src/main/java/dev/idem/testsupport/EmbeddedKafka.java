@@ -6,8 +6,6 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -93,7 +91,7 @@ public final class EmbeddedKafka implements AutoCloseable {
      * {@code user}/{@code password}, at {@link #saslBootstrapServers()}; the caller closes it.
      */
     public static EmbeddedKafka startWithSaslPlain(String user, String password) {
-        int saslPort = freePort();
+        int saslPort = FreePorts.any();
         Map<String, String> props = new HashMap<>();
         props.put(SASL_PORT, Integer.toString(saslPort));
         props.put("sasl.enabled.mechanisms", "PLAIN");
@@ -119,8 +117,8 @@ public final class EmbeddedKafka implements AutoCloseable {
         }
         TcpProxy proxy = null;
         try {
-            int port = freePort();
-            int controllerPort = freePort();
+            int port = FreePorts.any();
+            int controllerPort = FreePorts.any();
             Properties props = new Properties();
             props.put("process.roles", "broker,controller");
             props.put("node.id", "1");
@@ -131,7 +129,7 @@ public final class EmbeddedKafka implements AutoCloseable {
             String advertised = "PLAINTEXT://127.0.0.1:" + port;
             String protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT";
             if (withProxy) {
-                int externalPort = freePort();
+                int externalPort = FreePorts.any();
                 proxy = TcpProxy.start("127.0.0.1", externalPort);
                 listeners += ",EXTERNAL://127.0.0.1:" + externalPort;
                 advertised += ",EXTERNAL://127.0.0.1:" + proxy.port();
@@ -305,14 +303,6 @@ public final class EmbeddedKafka implements AutoCloseable {
         if (status != 0) {
             throw new IllegalStateException("formatting the Kafka log directory failed (" + status + "): "
                     + output.toString(StandardCharsets.UTF_8));
-        }
-    }
-
-    private static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException("no free port on 127.0.0.1", e);
         }
     }
 

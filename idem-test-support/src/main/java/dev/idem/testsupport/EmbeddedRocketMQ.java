@@ -1,10 +1,7 @@
 package dev.idem.testsupport;
 
 import dev.idem.testkit.TcpProxy;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -49,7 +46,7 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
 
     private EmbeddedRocketMQ(Path dir) throws Exception {
         System.setProperty("rocketmq.remoting.version", Integer.toString(MQVersion.CURRENT_VERSION));
-        int nameServerPort = freePort();
+        int nameServerPort = FreePorts.any();
         NamesrvConfig namesrvConfig = new NamesrvConfig();
         namesrvConfig.setKvConfigPath(dir.resolve("kvConfig.json").toString());
         namesrvConfig.setConfigStorePath(dir.resolve("namesrv.properties").toString());
@@ -61,7 +58,7 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         nameServer.start();
         nameServerAddress = "127.0.0.1:" + nameServerPort;
 
-        int port = freeBrokerPort();
+        int port = FreePorts.withNeighbours(2, 1); // p - 2: the VIP channel, p + 1: HA
         BrokerConfig brokerConfig = new BrokerConfig();
         brokerConfig.setBrokerName(BROKER_NAME);
         brokerConfig.setBrokerClusterName("idem-cluster");
@@ -211,31 +208,6 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
     private static void check(boolean initialized, String what) {
         if (!initialized) {
             throw new IllegalStateException("the in-process RocketMQ " + what + " did not initialize");
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
-    /** A port p with p-2 (the broker's VIP channel) and p+1 (HA) free too. */
-    private static int freeBrokerPort() throws IOException {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int port = freePort();
-            if (port > 1026 && port < 65534 && free(port - 2) && free(port + 1)) {
-                return port;
-            }
-        }
-        throw new UncheckedIOException(new IOException("no free port with free neighbours for the broker"));
-    }
-
-    private static boolean free(int port) {
-        try (ServerSocket ignored = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
-            return true;
-        } catch (IOException e) {
-            return false;
         }
     }
 }

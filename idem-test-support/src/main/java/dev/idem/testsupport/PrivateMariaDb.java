@@ -41,7 +41,7 @@ final class PrivateMariaDb extends PrivateServer {
     }
 
     static PrivateServer create() {
-        return started(new PrivateMariaDb(newDirectory(ENGINE), freePort()));
+        return started(new PrivateMariaDb(newDirectory(ENGINE), FreePorts.any()));
     }
 
     @Override

@@ -31,7 +31,7 @@ final class PrivateNats extends PrivateServer {
     }
 
     static PrivateServer create() {
-        return started(new PrivateNats(newDirectory(ENGINE), freePort()));
+        return started(new PrivateNats(newDirectory(ENGINE), FreePorts.any()));
     }
 
     @Override

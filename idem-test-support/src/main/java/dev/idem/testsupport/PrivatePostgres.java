@@ -67,7 +67,7 @@ final class PrivatePostgres extends PrivateServer {
             deleteRecursively(directory);
             throw new UncheckedIOException("cannot hand " + directory + " to the " + OS_USER + " OS user", e);
         }
-        return started(new PrivatePostgres(bin, directory, freePort()));
+        return started(new PrivatePostgres(bin, directory, FreePorts.any()));
     }
 
     @Override

@@ -34,7 +34,7 @@ final class PrivateRedis extends PrivateServer {
     }
 
     static PrivateServer create() {
-        return started(new PrivateRedis(newDirectory(ENGINE), freePort()));
+        return started(new PrivateRedis(newDirectory(ENGINE), FreePorts.any()));
     }
 
     @Override

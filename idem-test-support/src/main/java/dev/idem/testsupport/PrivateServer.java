@@ -2,8 +2,6 @@ package dev.idem.testsupport;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -128,14 +126,6 @@ public abstract sealed class PrivateServer implements AutoCloseable
             return dir;
         } catch (IOException e) {
             throw new UncheckedIOException("cannot create a directory for a private " + engine + " server", e);
-        }
-    }
-
-    static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException("no free port on 127.0.0.1", e);
         }
     }
 

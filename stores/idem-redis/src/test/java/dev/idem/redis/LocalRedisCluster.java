@@ -1,5 +1,6 @@
 package dev.idem.redis;
 
+import dev.idem.testsupport.FreePorts;
 import io.lettuce.core.cluster.SlotHash;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -40,7 +41,7 @@ final class LocalRedisCluster implements AutoCloseable {
                         "--cluster-node-timeout",
                         "1000",
                         "--cluster-port",
-                        Integer.toString(RedisProcess.freePort()),
+                        Integer.toString(FreePorts.any()),
                         "--cluster-replica-validity-factor",
                         "0"));
             }

@@ -1,13 +1,12 @@
 package dev.idem.redis;
 
+import dev.idem.testsupport.FreePorts;
 import dev.idem.testsupport.TestServers;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -47,7 +46,7 @@ final class RedisProcess implements AutoCloseable {
 
     /** A Redis server started with {@code args} added to its command line, answering PING. */
     static RedisProcess server(String name, String... args) {
-        int port = freePort();
+        int port = FreePorts.any();
         List<String> command = new ArrayList<>(List.of(
                 SERVER.toString(),
                 "--port",
@@ -66,7 +65,7 @@ final class RedisProcess implements AutoCloseable {
 
     /** A Sentinel watching the master on {@code masterPort} as {@code masterName}, with a quorum of 1. */
     static RedisProcess sentinel(String masterName, int masterPort, Duration downAfter) {
-        int port = freePort();
+        int port = FreePorts.any();
         Path directory = newDirectory();
         Path config = directory.resolve("sentinel.conf");
         try {
@@ -228,14 +227,6 @@ final class RedisProcess implements AutoCloseable {
             return Files.createTempDirectory("idem-redis-process-");
         } catch (IOException e) {
             throw new UncheckedIOException(e);
-        }
-    }
-
-    static int freePort() {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return s.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException("no free port on 127.0.0.1", e);
         }
     }
 }

@@ -112,18 +112,26 @@ class PostgresCommitNotificationsTest {
                 .isEmpty();
     }
 
-    /** Whether a relay waits idle for {@code table}'s commits: a session holds the waiting lock. */
-    private static boolean aRelayWaits(String table) throws SQLException {
+    /** The backends that hold {@code table}'s waiting lock: the listen sessions of the relays that wait idle. */
+    private static List<Integer> waitingRelays(String table) throws SQLException {
         try (Connection c = db.connection();
-                PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory'"
+                PreparedStatement ps = c.prepareStatement("SELECT pid FROM pg_locks WHERE locktype = 'advisory'"
                         + " AND classid = ? AND objid = ? AND objsubid = 2 AND granted")) {
             ps.setLong(1, OutboxSql.WAITING);
             ps.setLong(2, Integer.toUnsignedLong(OutboxSql.channel(table).hashCode()));
+            List<Integer> pids = new ArrayList<>();
             try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getInt(1) > 0;
+                while (rs.next()) {
+                    pids.add(rs.getInt(1));
+                }
             }
+            return pids;
         }
+    }
+
+    /** Whether a relay waits idle for {@code table}'s commits: a session holds the waiting lock. */
+    private static boolean aRelayWaits(String table) throws SQLException {
+        return !waitingRelays(table).isEmpty();
     }
 
     /** The notifications of {@code table}'s channel that reach a session of the test's own within {@code wait}. */
@@ -172,6 +180,55 @@ class PostgresCommitNotificationsTest {
                 sender.commit();
                 await().atMost(WITHIN_THE_POLL).until(() -> broker.ids().contains(id));
             }
+        }
+    }
+
+    private static void terminate(int pid) throws SQLException {
+        try (Connection c = db.connection();
+                PreparedStatement ps = c.prepareStatement("SELECT pg_terminate_backend(?)")) {
+            ps.setInt(1, pid);
+            ps.execute();
+        }
+    }
+
+    /**
+     * The listen session dies while the relay sleeps; a sender sends while no relay waits (it skips the notification)
+     * and commits only after the relay listens again and looked once: the relay must make sure of such senders again,
+     * as when it first went idle, rather than sleep for its poll.
+     */
+    @Test
+    void listenConnectionTerminated_aSenderThatSkippedTheNotification_committingAfterTheRelayListensAgain_wakesIt()
+            throws Exception {
+        String table = table("relisten");
+        RecordingPublisher broker = new RecordingPublisher();
+        OutboxRelay relay = OutboxRelay.builder(db.dataSource(), broker)
+                .table(table)
+                .pollInterval(Duration.ofMinutes(1))
+                .retryPolicy(RetryPolicy.builder()
+                        .initialDelay(Duration.ofSeconds(2)) // listens again 2 s after the termination
+                        .maxDelay(Duration.ofSeconds(2))
+                        .build())
+                .build();
+        try (relay;
+                Connection sender = db.connection()) {
+            relay.start();
+            await().atMost(WITHIN_THE_POLL).until(() -> waitingRelays(table).size() == 1);
+            Thread.sleep(300); // the relay made sure of the senders, looked a last time, and sleeps for its poll
+            int first = waitingRelays(table).get(0);
+            terminate(first);
+            await().atMost(Duration.ofSeconds(1))
+                    .until(() -> waitingRelays(table).isEmpty());
+            sender.setAutoCommit(false);
+            String id = Outbox.builder()
+                    .table(table)
+                    .build()
+                    .send(sender, OutboxMessage.to("payments").key("order-1").payload("sent while no relay waited"));
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> !waitingRelays(table).isEmpty()
+                            && waitingRelays(table).get(0) != first);
+            Thread.sleep(500); // the relay, woken by its new listen session, looked and found nothing committed
+            sender.commit();
+            await().atMost(Duration.ofSeconds(10)).until(() -> broker.ids().contains(id));
         }
     }
 

@@ -128,6 +128,7 @@ public final class OutboxRelay implements AutoCloseable {
                         },
                         batchSize,
                         pollInterval,
+                        this::untilRenewal,
                         retryPolicy,
                         listener,
                         () -> closed);
@@ -169,6 +170,12 @@ public final class OutboxRelay implements AutoCloseable {
                 p.marks().flush(); // no full batch follows at once to carry the mark
             }
             return published;
+        }
+    }
+
+    private Duration untilRenewal() {
+        synchronized (cycle) {
+            return prepare().leases().untilRenewal();
         }
     }
 

@@ -232,6 +232,66 @@ class PostgresCommitNotificationsTest {
         }
     }
 
+    private static String keyOfShard(int shard, int shards) {
+        for (int i = 0; ; i++) {
+            String key = "order-" + i;
+            if (KeyHash.of(key) % shards == shard) {
+                return key;
+            }
+        }
+    }
+
+    private static String send(String table, String key) throws SQLException {
+        try (Connection c = db.connection()) {
+            c.setAutoCommit(false);
+            String id = Outbox.builder()
+                    .table(table)
+                    .build()
+                    .send(c, OutboxMessage.to("payments").key(key).payload("for " + key));
+            c.commit();
+            return id;
+        }
+    }
+
+    /**
+     * A relay that stops renewing (crashed) holds its shard until its lease ends; its key's message wakes the idle
+     * relay, which cannot take the shard yet. Nothing commits after the lease ended: the idle relay must take the shard
+     * at its next lease renewal, not at its poll (a minute).
+     */
+    @Test
+    void aCrashedRelaysShard_isTakenOverByTheIdleRelay_atItsLeaseRenewal_notAtItsPoll() throws Exception {
+        String table = table("takeover");
+        RecordingPublisher survivorBroker = new RecordingPublisher();
+        OutboxRelay survivor = OutboxRelay.builder(db.dataSource(), survivorBroker)
+                .table(table)
+                .shards(2)
+                .lease(Duration.ofSeconds(4))
+                .publishTimeout(Duration.ofSeconds(1))
+                .pollInterval(Duration.ofMinutes(1))
+                .build();
+        OutboxRelay crashing = OutboxRelay.builder(db.dataSource(), new RecordingPublisher())
+                .table(table)
+                .shards(2)
+                .lease(Duration.ofSeconds(4))
+                .publishTimeout(Duration.ofSeconds(1))
+                .build();
+        try (survivor;
+                crashing) {
+            crashing.relayOnce(); // alone: takes both shards
+            survivor.start(); // owns none yet: the other's leases hold
+            await().atMost(WITHIN_THE_POLL).until(() -> aRelayWaits(table));
+            Thread.sleep(1_100); // a quarter of the lease: the next cycles renew and balance
+            crashing.relayOnce(); // hands shard 1 back to the survivor
+            String wakesTheSurvivor = send(table, keyOfShard(1, 2));
+            await().atMost(Duration.ofSeconds(10))
+                    .until(() -> survivorBroker.ids().contains(wakesTheSurvivor));
+            // the crashing relay never renews again: its shard 0 is free 4 s after its last renewal
+            String ofTheCrashedRelay = send(table, keyOfShard(0, 2));
+            await().atMost(Duration.ofSeconds(12))
+                    .until(() -> survivorBroker.ids().contains(ofTheCrashedRelay));
+        }
+    }
+
     @Test
     void listenConnectionTerminated_theRelayListensAgain_andCommitsStillWakeIt() throws Exception {
         String table = table("terminated");

@@ -10,8 +10,8 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * The relay's own thread: runs cycles while the relay is open, pauses for the poll interval when a cycle found less
- * than a full batch (less when {@link #wake()} reports a commit, as its {@link IdleHandshake} says, or when its shard
- * leases are due for renewal), and backs off after a cycle that failed.
+ * than a full batch (less when {@link #wake()} reports a commit, as its {@link IdleHandshake} says, or when work it
+ * knows of comes due), and backs off after a cycle that failed.
  */
 final class RelayLoop {
     private static final System.Logger LOG = System.getLogger(OutboxRelay.class.getName());
@@ -20,7 +20,7 @@ final class RelayLoop {
     private final IntSupplier cycle;
     private final int batchSize;
     private final Duration pollInterval;
-    private final Supplier<Duration> untilRenewal;
+    private final Supplier<Duration> untilDue;
     private final RetryPolicy backoff;
     private final OutboxListener listener;
     private final BooleanSupplier closed;
@@ -35,8 +35,8 @@ final class RelayLoop {
 
     /**
      * @param cycle one cycle: publishes a batch (and purges when due); answers how many it published
-     * @param untilRenewal how long until the shard leases are due for renewal: an idle loop pauses no longer, so that
-     *     it takes the shards a crashed relay's leases held in time, even when no commit wakes it
+     * @param untilDue how long until work the relay knows of comes due without a commit (its lease renewal, which takes
+     *     the shards a crashed relay's leases held; a backed-off message's retry): an idle loop pauses no longer
      * @param closed whether the relay is closed: the loop ends, and a pause ends early once {@link #stop} says so
      */
     RelayLoop(
@@ -44,7 +44,7 @@ final class RelayLoop {
             IntSupplier cycle,
             int batchSize,
             Duration pollInterval,
-            Supplier<Duration> untilRenewal,
+            Supplier<Duration> untilDue,
             RetryPolicy backoff,
             OutboxListener listener,
             BooleanSupplier closed) {
@@ -52,7 +52,7 @@ final class RelayLoop {
         this.cycle = cycle;
         this.batchSize = batchSize;
         this.pollInterval = pollInterval;
-        this.untilRenewal = untilRenewal;
+        this.untilDue = untilDue;
         this.backoff = backoff;
         this.listener = listener;
         this.closed = closed;
@@ -110,8 +110,8 @@ final class RelayLoop {
                     }
                 } else {
                     Duration idle = h == null ? pollInterval : h.pauseAfter(published, pollInterval);
-                    Duration renewal = untilRenewal.get();
-                    Duration pause = idle.compareTo(renewal) < 0 ? idle : renewal;
+                    Duration due = untilDue.get();
+                    Duration pause = idle.compareTo(due) < 0 ? idle : due;
                     if (!pause.isZero()) {
                         pause(pause, true);
                     }

@@ -81,4 +81,22 @@ class PostgresIdleRelayDueWorkTest {
             assertThat(answers).hasValue(2);
         }
     }
+
+    /** An operator unparks through an OutboxRelay of its own (an admin endpoint, another process) that never runs. */
+    @Test
+    void anUnparkedMessage_wakesTheIdleRelay_notAtThePoll() throws Exception {
+        String table = table("unpark");
+        RecordingPublisher broker = new RecordingPublisher();
+        broker.answer(r -> RecordingPublisher.Answer.REFUSE);
+        RetryPolicy parkAtOnce = RetryPolicy.builder().maxAttempts(1).jitter(0).build();
+        try (OutboxRelay relay = relay(table, broker, parkAtOnce).start();
+                OutboxRelay admin = relay(table, new RecordingPublisher(), parkAtOnce)) {
+            String id = send(table);
+            await().atMost(WELL_WITHIN_THE_POLL).until(() -> relay.stats().parked() == 1);
+            Thread.sleep(300); // the relay looked again and sleeps for its poll
+            broker.answer(r -> RecordingPublisher.Answer.ACK);
+            assertThat(admin.unpark(id)).isTrue();
+            await().atMost(WELL_WITHIN_THE_POLL).until(() -> broker.ids().contains(id));
+        }
+    }
 }

@@ -107,6 +107,7 @@ final class CommitNotifications implements AutoCloseable {
             try (Connection c = dataSource.getConnection()) {
                 try {
                     PGConnection pg = listen(c);
+                    checkASecondConnection();
                     failures = 0;
                     connected(true);
                     applyWaiting(c);
@@ -132,6 +133,22 @@ final class CommitNotifications implements AutoCloseable {
                         pause);
                 sleep(pause);
             }
+        }
+    }
+
+    /**
+     * The relay's cycles take connections of the data source besides the one this listener holds for as long as it
+     * listens: a pool that lends no other would stop the relay. Then this listener gives its connection back, and the
+     * relay polls.
+     */
+    private void checkASecondConnection() throws SQLException {
+        try {
+            dataSource.getConnection().close();
+        } catch (SQLException e) {
+            throw new SQLException(
+                    "the data source lends no connection besides the listener's (" + e.getMessage()
+                            + "), which the relay's cycles need: give its pool one connection per relay more",
+                    e);
         }
     }
 

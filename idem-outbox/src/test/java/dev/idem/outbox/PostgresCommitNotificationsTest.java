@@ -3,6 +3,8 @@ package dev.idem.outbox;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.RetryPolicy;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
@@ -289,6 +291,34 @@ class PostgresCommitNotificationsTest {
             String ofTheCrashedRelay = send(table, keyOfShard(0, 2));
             await().atMost(Duration.ofSeconds(12))
                     .until(() -> survivorBroker.ids().contains(ofTheCrashedRelay));
+        }
+    }
+
+    /**
+     * The relay's listen session holds a connection of its data source for as long as it runs: with a pool of one
+     * connection the relay's cycles would get none. The relay must still publish (polling, without the wake-up).
+     */
+    @Test
+    void aPoolOfOneConnection_theRelayStillPublishes() throws Exception {
+        String table = table("poolofone");
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(db.url());
+        config.setMaximumPoolSize(1);
+        config.setConnectionTimeout(1_000);
+        RecordingPublisher broker = new RecordingPublisher();
+        try (HikariDataSource one = new HikariDataSource(config);
+                OutboxRelay relay = OutboxRelay.builder(one, broker)
+                        .table(table)
+                        .pollInterval(Duration.ofMillis(200))
+                        .retryPolicy(RetryPolicy.builder()
+                                .initialDelay(Duration.ofMillis(200))
+                                .maxDelay(Duration.ofSeconds(30))
+                                .build())
+                        .build()) {
+            relay.start();
+            Thread.sleep(1_500); // the listener holds the pool's connection
+            String id = send(table, "committed", true);
+            await().atMost(Duration.ofSeconds(15)).until(() -> broker.ids().contains(id));
         }
     }
 

@@ -1,5 +1,6 @@
 package dev.idem.outbox;
 
+import dev.idem.jdbc.Dialect;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Clock;
@@ -54,7 +55,17 @@ final class Backlog {
         });
     }
 
+    /** On PostgreSQL it also wakes the idle relays, whichever process unparks: one of them owns the message's shard. */
     boolean unpark(String messageId) {
-        return db.update("unparking " + messageId, sql.unpark(), List.of(messageId)) == 1;
+        return db.run("unparking " + messageId, c -> {
+            boolean unparked = RelayDatabase.update(c, sql.unpark(), List.of(messageId)) == 1;
+            if (unparked && sql.dialect == Dialect.POSTGRESQL) {
+                try (PreparedStatement ps = c.prepareStatement(OutboxSql.notifyRelays())) {
+                    ps.setString(1, OutboxSql.channel(sql.table));
+                    ps.execute();
+                }
+            }
+            return unparked;
+        });
     }
 }

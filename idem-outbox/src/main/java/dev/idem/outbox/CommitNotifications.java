@@ -36,8 +36,10 @@ final class CommitNotifications implements AutoCloseable {
     private volatile boolean closed;
     /** What the relay asked: wait for commits (senders notify) or not. Guarded by {@link #stop}. */
     private boolean wantWaiting;
-    /** Whether this listener's current session holds the waiting lock. Guarded by {@link #stop}. */
-    private boolean holdsWaiting;
+    /** How many times this listener took the waiting lock. Guarded by {@link #stop}. */
+    private long takings;
+    /** Which taking of the waiting lock this listener's current session holds; 0: none. Guarded by {@link #stop}. */
+    private long heldTaking;
     /** Whether this listener has a session (that listens). Guarded by {@link #stop}. */
     private boolean listening;
 
@@ -63,7 +65,7 @@ final class CommitNotifications implements AutoCloseable {
 
     /**
      * The relay waits idle ({@code true}: senders are to notify) or is busy ({@code false}: they need not). Taken into
-     * account within one wait ({@link #waitingConfirmed()}), and again after a lost connection.
+     * account within one wait ({@link #waitingTaken()}), and again after a lost connection.
      */
     void waiting(boolean waiting) {
         synchronized (stop) {
@@ -71,10 +73,14 @@ final class CommitNotifications implements AutoCloseable {
         }
     }
 
-    /** Whether this listener's session holds the waiting lock: senders notify. */
-    boolean waitingConfirmed() {
+    /**
+     * Which taking of the waiting lock this listener's session holds (numbered from 1: senders notify since then), or
+     * 0 when it holds none. Each taking wakes the relay: a sender that skipped its notification while the lock was not
+     * held may still be in its transaction.
+     */
+    long waitingTaken() {
         synchronized (stop) {
-            return holdsWaiting;
+            return heldTaking;
         }
     }
 
@@ -101,6 +107,7 @@ final class CommitNotifications implements AutoCloseable {
             try (Connection c = dataSource.getConnection()) {
                 try {
                     PGConnection pg = listen(c);
+                    checkASecondConnection();
                     failures = 0;
                     connected(true);
                     applyWaiting(c);
@@ -126,6 +133,22 @@ final class CommitNotifications implements AutoCloseable {
                         pause);
                 sleep(pause);
             }
+        }
+    }
+
+    /**
+     * The relay's cycles take connections of the data source besides the one this listener holds for as long as it
+     * listens: a pool that lends no other would stop the relay. Then this listener gives its connection back, and the
+     * relay polls.
+     */
+    private void checkASecondConnection() throws SQLException {
+        try {
+            dataSource.getConnection().close();
+        } catch (SQLException e) {
+            throw new SQLException(
+                    "the data source lends no connection besides the listener's (" + e.getMessage()
+                            + "), which the relay's cycles need: give its pool one connection per relay more",
+                    e);
         }
     }
 
@@ -179,24 +202,24 @@ final class CommitNotifications implements AutoCloseable {
         boolean holds;
         synchronized (stop) {
             want = wantWaiting;
-            holds = holdsWaiting;
+            holds = heldTaking != 0;
         }
         if (want == holds) {
             return;
         }
         if (!want) {
             synchronized (stop) {
-                holdsWaiting = false; // before it is given back: the relay no longer counts on being woken
+                heldTaking = 0; // before it is given back: the relay no longer counts on being woken
             }
         }
         try (Statement s = c.createStatement();
                 ResultSet rs = s.executeQuery(want ? OutboxSql.waitForCommits(table) : OutboxSql.stopWaiting(table))) {
             rs.next();
-            if (want) {
-                boolean taken = rs.getBoolean(1);
+            if (want && rs.getBoolean(1)) {
                 synchronized (stop) {
-                    holdsWaiting = taken; // after it is taken: senders notify from now on
+                    heldTaking = ++takings; // after it is taken: senders notify from now on
                 }
+                wake.run();
             }
         }
     }
@@ -204,7 +227,7 @@ final class CommitNotifications implements AutoCloseable {
     private void connected(boolean connected) {
         synchronized (stop) {
             listening = connected;
-            holdsWaiting = false;
+            heldTaking = 0;
         }
     }
 

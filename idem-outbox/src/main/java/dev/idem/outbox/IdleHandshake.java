@@ -7,9 +7,9 @@ import java.util.function.BooleanSupplier;
  * The relay's side of the wake-up on PostgreSQL ({@link OutboxSql#insertNotifying}). A relay that is finding messages
  * looks again after {@link #LOOK_AGAIN} without being woken, and says so, so that senders skip the notification (and
  * the cluster-wide lock it holds through their commit). One that finds nothing says it waits, so that senders wake it,
- * and, once its listener holds the waiting lock, makes sure that no sender that skipped the notification is still in
- * its transaction and looks a last time: nothing committed meanwhile waits for the poll. Not thread-safe: the relay's
- * thread uses it.
+ * and, each time its listener takes the waiting lock (the first time, and again after a lost listen session), makes
+ * sure that no sender that skipped the notification is still in its transaction and looks a last time: nothing
+ * committed meanwhile waits for the poll. Not thread-safe: the relay's thread uses it.
  */
 final class IdleHandshake {
     /** How soon a relay that found messages, or that is not yet sure to be woken, looks again. */
@@ -18,7 +18,8 @@ final class IdleHandshake {
     private final CommitNotifications notifications;
     private final BooleanSupplier sendersGone;
     private boolean waiting;
-    private boolean lastLookDue;
+    /** The taking of the waiting lock ({@link CommitNotifications#waitingTaken()}) the last look followed. */
+    private long lookedAfter;
 
     /**
      * @param sendersGone true when no sender that skipped its notification is still in its transaction
@@ -34,7 +35,6 @@ final class IdleHandshake {
             notifications.waiting(false);
             waiting = false;
         }
-        lastLookDue = false;
     }
 
     /**
@@ -50,18 +50,18 @@ final class IdleHandshake {
         if (!waiting) {
             notifications.waiting(true);
             waiting = true;
-            lastLookDue = true;
         }
-        if (!lastLookDue) {
-            return pollInterval;
-        }
-        if (!notifications.waitingConfirmed()) {
+        long taken = notifications.waitingTaken();
+        if (taken == 0) {
             // Senders do not notify yet. Not listening: the poll looks, and the listener wakes the relay once it is
-            // back.
+            // back and waits.
             return notifications.listening() ? soon : pollInterval;
         }
+        if (taken == lookedAfter) {
+            return pollInterval;
+        }
         if (sendersGone.getAsBoolean()) {
-            lastLookDue = false;
+            lookedAfter = taken;
             return Duration.ZERO;
         }
         return soon;

@@ -84,6 +84,7 @@ public final class OutboxRelay implements AutoCloseable {
             DueMessages due,
             SentMarks marks,
             BatchPublisher batches,
+            Retries retries,
             Backlog backlog,
             Purge purge) {}
 
@@ -128,6 +129,7 @@ public final class OutboxRelay implements AutoCloseable {
                         },
                         batchSize,
                         pollInterval,
+                        this::untilDue,
                         retryPolicy,
                         listener,
                         () -> closed);
@@ -160,6 +162,7 @@ public final class OutboxRelay implements AutoCloseable {
                         .flush(); // before a rebalance may hand a shard over: its new owner must not publish them again
             }
             ShardLeases.Owned owned = p.leases().current();
+            p.retries().looking(clock.millis());
             if (owned.shards().isEmpty()) {
                 return 0;
             }
@@ -169,6 +172,18 @@ public final class OutboxRelay implements AutoCloseable {
                 p.marks().flush(); // no full batch follows at once to carry the mark
             }
             return published;
+        }
+    }
+
+    /** How long until work this relay knows of comes due without a commit: its lease renewal, a backed-off retry. */
+    private Duration untilDue() {
+        synchronized (cycle) {
+            Parts p = prepare();
+            Duration renewal = p.leases().untilRenewal();
+            return p.retries()
+                    .untilNext(clock.millis())
+                    .filter(retry -> retry.compareTo(renewal) < 0)
+                    .orElse(renewal);
         }
     }
 
@@ -255,13 +270,15 @@ public final class OutboxRelay implements AutoCloseable {
                 ShardLeases leases = new ShardLeases(db, sql, relayId, shards, lease, nanoTime);
                 leases.prepare();
                 SentMarks marks = new SentMarks(db, sql, clock, listener);
-                PublishFailures failures = new PublishFailures(db, sql, retryPolicy, clock, listener);
+                Retries retries = new Retries();
+                PublishFailures failures = new PublishFailures(db, sql, retryPolicy, clock, listener, retries);
                 parts = new Parts(
                         sql,
                         leases,
                         new DueMessages(db, sql, shards, batchSize, clock),
                         marks,
                         new BatchPublisher(publisher, publishTimeout, nanoTime, marks, failures),
+                        retries,
                         new Backlog(db, sql, clock),
                         new Purge(db, sql, retention, purgeInterval, purgeBatchSize, clock));
             }

@@ -47,6 +47,11 @@ final class OutboxSql {
                 + " ELSE " + waiting + " END";
     }
 
+    /** Wakes the relays that listen on the channel (parameter 1) at the commit, whether or not one waits idle. */
+    static String notifyRelays() {
+        return "SELECT pg_notify(?, '')";
+    }
+
     /**
      * The two advisory locks of the wake-up, keyed by the channel: {@link #SENDING} (senders that did not notify, until
      * their commit) and {@link #WAITING} (held shared by each idle relay's listen session). An application's own

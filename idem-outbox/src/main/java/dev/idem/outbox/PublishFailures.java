@@ -20,13 +20,21 @@ final class PublishFailures {
     private final RetryPolicy retryPolicy;
     private final Clock clock;
     private final OutboxListener listener;
+    private final Retries retries;
 
-    PublishFailures(RelayDatabase db, OutboxSql sql, RetryPolicy retryPolicy, Clock clock, OutboxListener listener) {
+    PublishFailures(
+            RelayDatabase db,
+            OutboxSql sql,
+            RetryPolicy retryPolicy,
+            Clock clock,
+            OutboxListener listener,
+            Retries retries) {
         this.db = db;
         this.sql = sql;
         this.retryPolicy = retryPolicy;
         this.clock = clock;
         this.listener = listener;
+        this.retries = retries;
     }
 
     void record(DueMessages.Row row, Throwable cause) {
@@ -56,6 +64,7 @@ final class PublishFailures {
                 "backing off " + record.messageId(),
                 sql.backOff(),
                 List.of(attempts, refusals, retryAt.toEpochMilli(), reason, record.position()));
+        retries.backedOff(retryAt.toEpochMilli());
         listener.publishFailed(record, cause, refused, retryAt);
     }
 

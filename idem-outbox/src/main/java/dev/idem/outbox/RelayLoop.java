@@ -5,12 +5,13 @@ import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntSupplier;
+import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The relay's own thread: runs cycles while the relay is open, pauses for the poll interval when a cycle found less
- * than a full batch (less when {@link #wake()} reports a commit, or as its {@link IdleHandshake} says), and backs off
- * after a cycle that failed.
+ * than a full batch (less when {@link #wake()} reports a commit, as its {@link IdleHandshake} says, or when work it
+ * knows of comes due), and backs off after a cycle that failed.
  */
 final class RelayLoop {
     private static final System.Logger LOG = System.getLogger(OutboxRelay.class.getName());
@@ -19,6 +20,7 @@ final class RelayLoop {
     private final IntSupplier cycle;
     private final int batchSize;
     private final Duration pollInterval;
+    private final Supplier<Duration> untilDue;
     private final RetryPolicy backoff;
     private final OutboxListener listener;
     private final BooleanSupplier closed;
@@ -33,6 +35,8 @@ final class RelayLoop {
 
     /**
      * @param cycle one cycle: publishes a batch (and purges when due); answers how many it published
+     * @param untilDue how long until work the relay knows of comes due without a commit (its lease renewal, which takes
+     *     the shards a crashed relay's leases held; a backed-off message's retry): an idle loop pauses no longer
      * @param closed whether the relay is closed: the loop ends, and a pause ends early once {@link #stop} says so
      */
     RelayLoop(
@@ -40,6 +44,7 @@ final class RelayLoop {
             IntSupplier cycle,
             int batchSize,
             Duration pollInterval,
+            Supplier<Duration> untilDue,
             RetryPolicy backoff,
             OutboxListener listener,
             BooleanSupplier closed) {
@@ -47,6 +52,7 @@ final class RelayLoop {
         this.cycle = cycle;
         this.batchSize = batchSize;
         this.pollInterval = pollInterval;
+        this.untilDue = untilDue;
         this.backoff = backoff;
         this.listener = listener;
         this.closed = closed;
@@ -103,7 +109,9 @@ final class RelayLoop {
                         h.busy();
                     }
                 } else {
-                    Duration pause = h == null ? pollInterval : h.pauseAfter(published, pollInterval);
+                    Duration idle = h == null ? pollInterval : h.pauseAfter(published, pollInterval);
+                    Duration due = untilDue.get();
+                    Duration pause = idle.compareTo(due) < 0 ? idle : due;
                     if (!pause.isZero()) {
                         pause(pause, true);
                     }

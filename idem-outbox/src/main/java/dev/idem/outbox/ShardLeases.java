@@ -87,6 +87,14 @@ final class ShardLeases {
         return !renewed || nowNanos - renewAtNanos >= 0;
     }
 
+    /** How long until {@link #current()} renews: zero when it is due. */
+    Duration untilRenewal() {
+        if (!renewed) {
+            return Duration.ZERO;
+        }
+        return Duration.ofNanos(Math.max(0, renewAtNanos - nanoTime.getAsLong()));
+    }
+
     /** The shards owned now: renews, rebalances and takes free shards when a quarter of the lease has passed. */
     Owned current() {
         long sentNanos = nanoTime.getAsLong();

@@ -590,10 +590,11 @@ abstract class OutboxContract {
             pair.add(started(OutboxRelay.builder(db.dataSource(), broker.as(name))
                     .table(table)
                     .shards(8)
-                    .lease(Duration.ofSeconds(2))
-                    // Not this test's subject: at a load average of 40 the test broker's acks came later than
-                    // 500 ms, and the relay rightly published those messages again (same id).
-                    .publishTimeout(Duration.ofSeconds(5))
+                    // Not this test's subject: at a load average of 40 the test broker's acks came later than a
+                    // 500 ms publish timeout, and the relay rightly published those messages again (same id). The
+                    // lease must outlast two publish timeouts.
+                    .lease(Duration.ofSeconds(4))
+                    .publishTimeout(Duration.ofMillis(1500))
                     .pollInterval(Duration.ofMillis(10))
                     .batchSize(20)
                     .relayId(name)

@@ -22,6 +22,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.UUID;
+import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -223,10 +224,15 @@ class KafkaListenerFaultsTest {
         }
         await().atMost(Duration.ofSeconds(60)).until(() -> ids.stream().allMatch(id -> rows(id) == 1));
         assertThat(deadLetters(OUTAGE_TOPIC, ids)).isZero();
-        assertThat(outcomes.count(IdempotencyEvent.Type.RETRY_SCHEDULED, OUTAGE_TOPIC, Outcome.Type.FAILED)
-                        + outcomes.count(IdempotencyEvent.Type.RETRY_SCHEDULED, "outage", Outcome.Type.FAILED))
+        assertThat(Stream.concat(
+                        outcomes
+                                .described(IdempotencyEvent.Type.RETRY_SCHEDULED, OUTAGE_TOPIC, Outcome.Type.FAILED)
+                                .stream(),
+                        outcomes
+                                .described(IdempotencyEvent.Type.RETRY_SCHEDULED, "outage", Outcome.Type.FAILED)
+                                .stream()))
                 .as("a database outage is no failure of the handler")
-                .isZero();
+                .isEmpty();
         for (String id : ids) {
             assertThat(rows(id)).as(id).isEqualTo(1);
         }

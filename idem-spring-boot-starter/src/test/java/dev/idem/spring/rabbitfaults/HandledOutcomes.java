@@ -21,11 +21,23 @@ public class HandledOutcomes implements IdempotencyListener {
 
     /** Events of {@code eventType} in {@code namespace} whose outcome is of {@code type}. */
     public long count(IdempotencyEvent.Type eventType, String namespace, Outcome.Type type) {
+        return events(eventType, namespace, type).size();
+    }
+
+    /** Those events, each with its outcome's reason and cause, for an assertion's description. */
+    public List<String> described(IdempotencyEvent.Type eventType, String namespace, Outcome.Type type) {
+        return events(eventType, namespace, type).stream()
+                .map(e -> e + " / " + e.outcome()
+                        + e.outcome().cause().map(c -> " / cause " + c).orElse(""))
+                .toList();
+    }
+
+    private List<IdempotencyEvent> events(IdempotencyEvent.Type eventType, String namespace, Outcome.Type type) {
         return events.stream()
                 .filter(e -> e.type() == eventType
                         && e.namespace().equals(namespace)
                         && e.outcome() != null
                         && e.outcome().type() == type)
-                .count();
+                .toList();
     }
 }

@@ -50,9 +50,6 @@ final class FlowProducer {
             String retryLabel,
             String resendLabel) {}
 
-    /** How many times a send that keeps timing out is sent again before the run fails. */
-    private static final int MAX_SENDS_AGAIN = 20;
-
     private final String bootstrap;
     private final @Nullable TcpProxy proxy;
     private final String topic;
@@ -152,22 +149,9 @@ final class FlowProducer {
         return resent;
     }
 
-    /**
-     * Sends {@code s} as an application does that sends again after each timeout (the producer's delivery timeout is
-     * short, and a loaded machine can exceed it with the proxy open); how many times it was sent again, each of them
-     * perhaps one more copy in the topic.
-     */
+    /** Sends {@code s} until the broker acknowledges it; how many times it was sent again. */
     private long sendUntilAcknowledged(KafkaProducer<byte[], byte[]> producer, OrderFlow.Send s) throws Exception {
-        for (long again = 0; ; again++) {
-            try {
-                producer.send(record(s)).get(30, TimeUnit.SECONDS);
-                return again;
-            } catch (ExecutionException e) {
-                if (!timedOut(e) || again == MAX_SENDS_AGAIN) {
-                    throw e;
-                }
-            }
-        }
+        return AcknowledgedSends.sendUntilAcknowledged(producer, record(s));
     }
 
     private static boolean timedOut(ExecutionException e) {

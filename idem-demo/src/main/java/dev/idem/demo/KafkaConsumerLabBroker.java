@@ -36,6 +36,7 @@ final class KafkaConsumerLabBroker implements ConsumerLabBroker {
     private final String group;
     private final Admin admin;
     private final KafkaProducer<String, String> producer;
+    private final AcknowledgedSends<String, String> sends;
 
     KafkaConsumerLabBroker(@Nullable String external, int partitions, String suffix) {
         this.embedded = external == null ? EmbeddedKafka.start(false, Map.of()) : null;
@@ -48,7 +49,9 @@ final class KafkaConsumerLabBroker implements ConsumerLabBroker {
         settings.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         settings.put(ProducerConfig.ACKS_CONFIG, "all");
         settings.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        settings.putAll(AcknowledgedSends.SETTINGS);
         this.producer = new KafkaProducer<>(settings, new StringSerializer(), new StringSerializer());
+        this.sends = new AcknowledgedSends<>(producer);
     }
 
     @Override
@@ -102,12 +105,12 @@ final class KafkaConsumerLabBroker implements ConsumerLabBroker {
         int partition = send.copy() == PaymentWorkload.Copy.CROSS ? (home + partitions / 2) % partitions : home;
         ProducerRecord<String, String> record = new ProducerRecord<>(topic, partition, p.id(), p.value());
         record.headers().add(PAYMENT_ID_HEADER, p.id().getBytes(StandardCharsets.UTF_8));
-        producer.send(record);
+        sends.send(record);
     }
 
     @Override
-    public void flush() {
-        producer.flush();
+    public void flush() throws Exception {
+        sends.flush();
     }
 
     @Override

@@ -115,19 +115,20 @@ final class TwoStageFlow {
 
     /**
      * Sends the orders (every 9th twice, as an application resend), 25 ms apart, keyed by customer with the order id
-     * as the idempotency key; {@code afterEachOrder} runs after each order is handed to the producer.
+     * as the idempotency key; {@code afterEachOrder} runs after each order is handed to the producer. Returns once
+     * every order is acknowledged; how many copies were sent again after the producer reported a failed send.
      */
-    void send(Kafka kafka, List<String> orders, Runnable afterEachOrder) {
+    int send(Kafka kafka, List<String> orders, Runnable afterEachOrder) throws Exception {
         for (int i = 0; i < orders.size(); i++) {
             String[] order = orders.get(i).split(":");
             for (int copy = 0; copy < (i % 9 == 0 ? 2 : 1); copy++) {
-                kafka.producer.send(
+                kafka.orders.send(
                         KafkaProducers.withKey(new ProducerRecord<>(ordersTopic, order[1], orders.get(i)), order[0]));
             }
             afterEachOrder.run();
             LockSupport.parkNanos(ORDER_PAUSE_NANOS);
         }
-        kafka.producer.flush();
+        return kafka.orders.flush();
     }
 
     /** Every order shipped, every event sent, and the counts unchanged for {@code --settle} seconds. */
@@ -161,7 +162,8 @@ final class TwoStageFlow {
         private final @Nullable EmbeddedKafka embedded;
         final String bootstrap;
         private final Admin admin;
-        final KafkaProducer<String, String> producer;
+        private final KafkaProducer<String, String> producer;
+        final AcknowledgedSends<String, String> orders;
 
         Kafka(@Nullable String external) {
             this.embedded = external == null ? EmbeddedKafka.start(false, Map.of()) : null;
@@ -169,7 +171,9 @@ final class TwoStageFlow {
             this.admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap));
             Map<String, Object> settings = new HashMap<>(KafkaProducers.recommendedSettings());
             settings.put("bootstrap.servers", bootstrap);
+            settings.putAll(AcknowledgedSends.SETTINGS);
             this.producer = new KafkaProducer<>(settings, new StringSerializer(), new StringSerializer());
+            this.orders = new AcknowledgedSends<>(producer);
         }
 
         /** Each topic and its {@code -dlt} (where the consumers dead-letter), 4 partitions each. */

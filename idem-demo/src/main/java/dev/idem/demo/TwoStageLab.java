@@ -108,7 +108,10 @@ final class TwoStageLab {
                         + ")");
                 long sendStart = System.nanoTime();
                 TwoStageFaults faults = new TwoStageFaults(options.kills(), options.seed(), services);
-                flow.send(kafka, orders, faults::afterOrder);
+                int sentAgain = flow.send(kafka, orders, faults::afterOrder);
+                if (sentAgain > 0) {
+                    log.add("resend", sentAgain + " orders sent again: the producer reported their sends failed");
+                }
                 say("sent " + orders.size() + " orders; " + log.count("kill -9") + " kill -9, " + log.count("exit")
                         + " in-process crashes so far");
                 double sendSeconds = (System.nanoTime() - sendStart) / 1e9;

@@ -28,8 +28,8 @@ final class AcknowledgedSends<K, V> {
      * refused for good: {@code NOT_LEADER_OR_FOLLOWER} while the broker takes the lead, then, once the batches after
      * it are stored, {@code OUT_OF_ORDER_SEQUENCE_NUMBER} at every retry until the delivery timeout.
      */
-    static final Map<String, Object> SETTINGS = Map.of(
-            ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 15_000, ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 5_000);
+    static final Map<String, Object> SETTINGS =
+            Map.of(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 15_000, ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 5_000);
 
     private static final Logger LOG = LoggerFactory.getLogger(AcknowledgedSends.class);
 

@@ -32,7 +32,9 @@ class AcknowledgedSendsTest {
         assertThat(producer.history())
                 .extracting(ProducerRecord::value)
                 .containsExactlyInAnyOrder("order-0", "order-1");
-        assertThat(sentAgain).as("both failed once, and order-0's first resend failed too").isEqualTo(3);
+        assertThat(sentAgain)
+                .as("both failed once, and order-0's first resend failed too")
+                .isEqualTo(3);
     }
 
     @Test

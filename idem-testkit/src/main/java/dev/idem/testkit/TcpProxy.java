@@ -122,7 +122,7 @@ public final class TcpProxy implements AutoCloseable {
                 synchronized (cut) {
                     cutsAtAccept = cuts;
                 }
-                Socket target = upstream.connect();
+                Socket target = connectFor(client);
                 client.setTcpNoDelay(true);
                 target.setTcpNoDelay(true);
                 Link link = new Link(client, target, blackholeNew);
@@ -142,6 +142,16 @@ public final class TcpProxy implements AutoCloseable {
             } catch (InterruptedException e) {
                 return;
             }
+        }
+    }
+
+    /** The server's side of {@code client}'s link; when the server cannot be reached, {@code client} is closed. */
+    private Socket connectFor(Socket client) throws IOException, InterruptedException {
+        try {
+            return upstream.connect();
+        } catch (IOException | InterruptedException e) {
+            client.close();
+            throw e;
         }
     }
 

@@ -129,4 +129,29 @@ class TcpProxyTest {
             return -1;
         }
     }
+
+    @Test
+    void aServerThatCannotBeReached_closesTheClientsConnection_insteadOfLeavingItHanging() throws Exception {
+        int closedPort;
+        try (ServerSocket gone = new ServerSocket(0, 50, InetAddress.getLoopbackAddress())) {
+            closedPort = gone.getLocalPort();
+        }
+        try (TcpProxy proxy = TcpProxy.start("127.0.0.1", closedPort);
+                Socket client = new Socket(InetAddress.getLoopbackAddress(), proxy.port())) {
+            client.setSoTimeout(10_000);
+            client.getOutputStream().write(1);
+
+            assertThat(readOrReset(client))
+                    .as("end of stream or reset, not a 10 s wait")
+                    .isEqualTo(-1);
+        }
+    }
+
+    private static int readOrReset(Socket s) throws IOException {
+        try {
+            return s.getInputStream().read();
+        } catch (SocketException reset) {
+            return -1;
+        }
+    }
 }

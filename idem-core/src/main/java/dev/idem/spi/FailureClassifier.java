@@ -29,7 +29,9 @@ import org.jspecify.annotations.Nullable;
  *   <li>A store or database that cannot be reached anywhere ({@link StoreUnavailableException}, a JDBC connection
  *       error: SQLState class {@code 08}, {@code 57P01}–{@code 57P03}, {@code 53300} (PostgreSQL out of
  *       connections), MariaDB/MySQL's killed connection, the driver's
- *       connection exception types; or a type registered with {@link Builder#unreachable}): {@code IN_PROGRESS}, an
+ *       connection exception types, HikariCP's {@code SQLException("Connection is closed")} without SQLState, which
+ *       it throws for every call on a connection it marked broken; or a type registered with {@link
+ *       Builder#unreachable}): {@code IN_PROGRESS}, an
  *       uncounted wait, so an outage never dead-letters live traffic.
  *   <li>An exception that carries its outcome ({@link Builder#carries}): that outcome.
  *   <li>A {@link ConfigurationException} or another {@link RetryLaterException}: {@code IN_PROGRESS}; neither is the
@@ -43,6 +45,13 @@ import org.jspecify.annotations.Nullable;
  */
 public final class FailureClassifier {
     private static final int MAX_CHAIN = 64;
+    /**
+     * HikariCP's answer to every call on a connection it marked broken (after a statement's SQLState 08…, 57P01…):
+     * a plain SQLException without SQLState or error code. A commit or rollback made after that, e.g. Spring's, fails
+     * with it alone, the original error being gone.
+     */
+    private static final String POOL_CLOSED_CONNECTION = "Connection is closed";
+
     private static final FailureClassifier STANDARD = builder().build();
 
     private final List<Class<? extends Throwable>> unreachable;
@@ -174,6 +183,9 @@ public final class FailureClassifier {
             return false;
         }
         String state = sql.getSQLState();
+        if (state == null && sql.getErrorCode() == 0 && POOL_CLOSED_CONNECTION.equals(sql.getMessage())) {
+            return true;
+        }
         return (state != null
                         && (state.startsWith("08")
                                 || state.equals("57P01") // PostgreSQL: terminated by an administrator

@@ -56,6 +56,33 @@ class FailureClassifierTest {
                 .isEqualTo(Outcome.Type.IN_PROGRESS);
     }
 
+    /**
+     * HikariCP, once a statement's error marked its connection broken (SQLState 08…, 57P01…), answers every later call
+     * on it, the commit and rollback included, with this exception: no SQLState, no error code. Spring's
+     * JdbcTransactionManager cannot translate it and throws {@code TransactionSystemException("JDBC commit failed")}
+     * with it as the cause, nothing linked: seen as a FAILED retry in KafkaListenerFaultsTest's outage case, when the
+     * session ended as the inbox released its savepoint.
+     */
+    @Test
+    void aPoolsConnectionClosedUnderTheCaller_isAnUnreachableDatabase() {
+        Outcome outcome = standard.classify(
+                new IllegalStateException("JDBC commit failed", new SQLException("Connection is closed")));
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
+        assertThat(outcome.reason())
+                .isEqualTo("store or database unreachable: java.sql.SQLException: Connection is closed");
+    }
+
+    @Test
+    void aSqlExceptionWithoutSqlState_thatSaysNothingOfTheConnection_isTheHandlersFailure() {
+        assertThat(standard.classify(new SQLException("Connection is closed for business today", (String) null))
+                        .type())
+                .isEqualTo(Outcome.Type.FAILED);
+        assertThat(standard.classify(new SQLException("Connection is closed", "42000"))
+                        .type())
+                .isEqualTo(Outcome.Type.FAILED);
+    }
+
     @Test
     void aConstraintViolation_isTheHandlersFailure() {
         assertThat(standard.classify(new SQLException("duplicate key", "23505")).type())

@@ -348,13 +348,14 @@ public final class JdbcInbox {
 
     /**
      * Releases the handling's savepoint. On MariaDB/MySQL and H2 a savepoint that is gone proves that the database
-     * rolled the caller's whole transaction back under the handler (a deadlock it caught), mark included.
+     * rolled the caller's whole transaction back under the handler (a deadlock it caught), mark included. On any
+     * database a connection lost at the release lost the caller's transaction: nothing was applied.
      */
     private void release(Connection c, Savepoint savepoint) {
         try {
             c.releaseSavepoint(savepoint);
         } catch (SQLException e) {
-            if (sql.dialect != Dialect.POSTGRESQL) {
+            if (sql.dialect != Dialect.POSTGRESQL || SqlErrors.isConnectionLost(e)) {
                 throw callerTransactionLost(e);
             }
             // PostgreSQL: releasing only frees resources early; the savepoint ends with the transaction anyway.

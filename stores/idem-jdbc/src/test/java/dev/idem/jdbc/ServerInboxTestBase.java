@@ -1,9 +1,14 @@
 package dev.idem.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
 
 import dev.idem.Delivery;
 import dev.idem.Outcome;
+import dev.idem.RetryLaterException;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
@@ -82,6 +87,47 @@ abstract class ServerInboxTestBase extends InboxTestBase {
         assertThat(interrupted.type()).isIn(Outcome.Type.FAILED, Outcome.Type.IN_PROGRESS);
         assertThat(redelivered.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+    }
+
+    /**
+     * The caller's transaction lost as the inbox releases the handling's savepoint (the last statement before the
+     * caller's commit): nothing is applied, so the handling must not answer {@code PROCESSED}; it throws {@link
+     * RetryLaterException}, for the caller to roll back (PostgreSQL's release used to be ignored, and the caller's
+     * commit then failed with the pool's "Connection is closed", which nothing took for a lost connection).
+     */
+    @Test
+    @Timeout(60)
+    void backendKilled_asTheInboxReleasesItsSavepoint_inTheCallersTransaction_isNotProcessed_butRetriedLater()
+            throws Exception {
+        JdbcInbox inbox = inbox();
+        try (Connection real = db.connection()) {
+            real.setAutoCommit(false);
+            long backend;
+            try (Statement s = real.createStatement();
+                    ResultSet rs = s.executeQuery(backendIdQuery())) {
+                rs.next();
+                backend = rs.getLong(1);
+            }
+            Connection killedAtRelease = (Connection) Proxy.newProxyInstance(
+                    Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
+                        if (method.getName().equals("releaseSavepoint")) {
+                            db.execute(killStatement(backend));
+                            Thread.sleep(200); // the kill reaches the backend before the release
+                        }
+                        try {
+                            return method.invoke(real, args);
+                        } catch (InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                    });
+
+            Throwable thrown = catchThrowable(() -> inbox.handle(killedAtRelease, Delivery.of("p1"), pay("p1", 1, 10)));
+
+            assertThat(thrown).isInstanceOf(RetryLaterException.class);
+        }
+        assertThat(ledgerRows("p1")).isZero();
+        assertThat(redeliverUntilFinal(inbox).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(ledgerRows("p1")).isEqualTo(1);
     }
 

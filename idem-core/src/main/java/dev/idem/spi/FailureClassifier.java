@@ -27,12 +27,8 @@ import org.jspecify.annotations.Nullable;
  * <ol>
  *   <li>An {@link Error} anywhere: a crash. {@code IN_PROGRESS}: never acked, never counted, never dead-lettered.
  *   <li>A store or database that cannot be reached anywhere ({@link StoreUnavailableException}, a JDBC connection
- *       error: SQLState class {@code 08}, {@code 57P01}–{@code 57P03}, {@code 53300} (PostgreSQL out of
- *       connections), MariaDB/MySQL's killed connection, the driver's
- *       connection exception types, HikariCP's {@code SQLException("Connection is closed")} without SQLState, which
- *       it throws for every call on a connection it marked broken; or a type registered with {@link
- *       Builder#unreachable}): {@code IN_PROGRESS}, an
- *       uncounted wait, so an outage never dead-letters live traffic.
+ *       error as {@link #isLostConnection} tells it, or a type registered with {@link Builder#unreachable}):
+ *       {@code IN_PROGRESS}, an uncounted wait, so an outage never dead-letters live traffic.
  *   <li>An exception that carries its outcome ({@link Builder#carries}): that outcome.
  *   <li>A {@link ConfigurationException} or another {@link RetryLaterException}: {@code IN_PROGRESS}; neither is the
  *       message's fault.
@@ -51,6 +47,12 @@ public final class FailureClassifier {
      * with it alone, the original error being gone.
      */
     private static final String POOL_CLOSED_CONNECTION = "Connection is closed";
+
+    /**
+     * MariaDB/MySQL: connection killed (1927), server shutdown in progress (1053); H2: connection broken (90067),
+     * database closed (90098), in exclusive mode (90135), called during the JVM's shutdown (90121).
+     */
+    private static final Set<Integer> LOST_CONNECTION_CODES = Set.of(1927, 1053, 90067, 90098, 90121, 90135);
 
     private static final FailureClassifier STANDARD = builder().build();
 
@@ -127,7 +129,7 @@ public final class FailureClassifier {
 
     private @Nullable Throwable firstUnreachable(List<Throwable> chain) {
         for (Throwable t : chain) {
-            if (t instanceof StoreUnavailableException || isAny(t, unreachable) || isConnectionError(t)) {
+            if (t instanceof StoreUnavailableException || isAny(t, unreachable) || isLostConnection(t)) {
                 return t;
             }
         }
@@ -173,7 +175,15 @@ public final class FailureClassifier {
         return chain;
     }
 
-    private static boolean isConnectionError(Throwable t) {
+    /**
+     * True when {@code t} itself (not its causes) says that the JDBC connection it came from is gone or cannot be
+     * had: the driver's connection exception types; SQLState class {@code 08}; PostgreSQL's {@code 57P…} (the server
+     * ended the session: administrator, crash, shutdown, database dropped, idle timeout) and {@code 53300} (out of
+     * connections); MariaDB/MySQL's killed connection and shutdown; H2's broken connection and closed database; and
+     * HikariCP's {@code SQLException("Connection is closed")} without SQLState, its answer to every call on a
+     * connection it marked broken. The one rule for every Idem component that must tell an outage from a failure.
+     */
+    public static boolean isLostConnection(Throwable t) {
         if (t instanceof SQLTransientConnectionException
                 || t instanceof SQLNonTransientConnectionException
                 || t instanceof SQLRecoverableException) {
@@ -182,18 +192,14 @@ public final class FailureClassifier {
         if (!(t instanceof SQLException sql)) {
             return false;
         }
-        String state = sql.getSQLState();
-        if (state == null && sql.getErrorCode() == 0 && POOL_CLOSED_CONNECTION.equals(sql.getMessage())) {
+        if (LOST_CONNECTION_CODES.contains(sql.getErrorCode())) {
             return true;
         }
-        return (state != null
-                        && (state.startsWith("08")
-                                || state.equals("57P01") // PostgreSQL: terminated by an administrator
-                                || state.equals("57P02") // PostgreSQL: crash shutdown
-                                || state.equals("57P03") // PostgreSQL: cannot connect now
-                                || state.equals("53300"))) // PostgreSQL: too many connections
-                || sql.getErrorCode() == 1927 // MariaDB/MySQL: connection killed
-                || sql.getErrorCode() == 1053; // MariaDB/MySQL: server shutdown in progress
+        String state = sql.getSQLState();
+        if (state == null) {
+            return sql.getErrorCode() == 0 && POOL_CLOSED_CONNECTION.equals(sql.getMessage());
+        }
+        return state.startsWith("08") || state.startsWith("57P") || state.equals("53300");
     }
 
     private static boolean isAny(Throwable t, List<Class<? extends Throwable>> types) {

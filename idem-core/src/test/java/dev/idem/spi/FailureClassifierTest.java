@@ -10,6 +10,7 @@ import dev.idem.StoreUnavailableException;
 import java.io.IOException;
 import java.sql.SQLException;
 import java.sql.SQLTransientConnectionException;
+import java.util.List;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -71,6 +72,28 @@ class FailureClassifierTest {
         assertThat(outcome.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
         assertThat(outcome.reason())
                 .isEqualTo("store or database unreachable: java.sql.SQLException: Connection is closed");
+    }
+
+    /**
+     * The stores (idem-jdbc's {@code SqlErrors}) and the delivery decision read a lost connection by this one rule;
+     * they used to keep two lists, and these were FAILED (counted, dead-lettered at the bound) for the adapters.
+     */
+    @Test
+    void everyWayADatabaseEndsTheSession_isAnUnreachableDatabase() {
+        assertThat(List.of(
+                        new SQLException("terminating connection due to idle-session timeout", "57P05"),
+                        new SQLException("terminating connection because the database was dropped", "57P04"),
+                        new SQLException("Database is already closed", "90098", 90098),
+                        new SQLException("Connection is broken", "90067", 90067)))
+                .allSatisfy(e -> {
+                    assertThat(FailureClassifier.isLostConnection(e))
+                            .as(e.getMessage())
+                            .isTrue();
+                    assertThat(standard.classify(new IllegalStateException("handler", e))
+                                    .type())
+                            .as(e.getMessage())
+                            .isEqualTo(Outcome.Type.IN_PROGRESS);
+                });
     }
 
     @Test

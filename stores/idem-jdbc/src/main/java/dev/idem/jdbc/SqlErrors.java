@@ -3,11 +3,9 @@ package dev.idem.jdbc;
 import dev.idem.ConfigurationException;
 import dev.idem.IdempotencyException;
 import dev.idem.StoreUnavailableException;
+import dev.idem.spi.FailureClassifier;
 import java.sql.SQLException;
-import java.sql.SQLNonTransientConnectionException;
-import java.sql.SQLRecoverableException;
 import java.sql.SQLTimeoutException;
-import java.sql.SQLTransientConnectionException;
 import java.util.Set;
 import org.jspecify.annotations.Nullable;
 
@@ -19,8 +17,6 @@ final class SqlErrors {
     private static final Set<Integer> LOCK_WAIT_CODES = Set.of(1205, 1969, 3024, 50200);
     /** H2: table or view not found (three variants), sequence not found; MariaDB/MySQL: table doesn't exist. */
     private static final Set<Integer> MISSING_OBJECT_CODES = Set.of(42102, 42103, 42104, 90036, 1146);
-    /** H2: connection broken, database closed, database is in exclusive mode / being shut down. */
-    private static final Set<Integer> H2_GONE_CODES = Set.of(90067, 90098, 90121, 90135);
 
     /** A deadlock or a serialization failure: the transaction was rolled back and may simply be run again. */
     static boolean isDeadlock(Throwable t) {
@@ -51,19 +47,11 @@ final class SqlErrors {
         return "23505".equals(e.getSQLState()) || e.getErrorCode() == 1062;
     }
 
-    /** The connection broke or the database cannot be reached. */
+    /** The connection broke or the database cannot be reached: {@link FailureClassifier#isLostConnection}, causes included. */
     static boolean isConnectionLost(Throwable t) {
         for (Throwable c = t; c != null; c = c.getCause()) {
-            if (c instanceof SQLTransientConnectionException
-                    || c instanceof SQLNonTransientConnectionException
-                    || c instanceof SQLRecoverableException) {
+            if (FailureClassifier.isLostConnection(c)) {
                 return true;
-            }
-            if (c instanceof SQLException e) {
-                String state = state(e);
-                if (state.startsWith("08") || state.startsWith("57P") || H2_GONE_CODES.contains(e.getErrorCode())) {
-                    return true;
-                }
             }
         }
         return false;

@@ -30,6 +30,7 @@ import java.util.Set;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.stream.Stream;
 import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
 
@@ -329,7 +330,7 @@ public final class JdbcInbox {
             if (processed.applied()) {
                 release(c, savepoint);
             } else {
-                c.rollback(savepoint);
+                rollBackTo(c, savepoint, processed);
             }
             return processed;
         } catch (SQLException e) {
@@ -343,6 +344,22 @@ public final class JdbcInbox {
                 throw callerTransactionLost(e);
             }
             return Attempt.failed(failure(e));
+        }
+    }
+
+    /**
+     * Rolls back an attempt that did not end final; when the connection is gone by then, the caller's transaction is
+     * lost, and the attempt's own failures (a handler's exception that was the first sign of it) go with the report.
+     */
+    private void rollBackTo(Connection c, Savepoint savepoint, Attempt processed) {
+        try {
+            c.rollback(savepoint);
+        } catch (SQLException lost) {
+            Stream.concat(processed.unfinished().stream().map(p -> p.outcome), Stream.ofNullable(processed.blamed()))
+                    .flatMap(outcome -> outcome.cause().stream())
+                    .distinct()
+                    .forEach(lost::addSuppressed);
+            throw callerTransactionLost(lost);
         }
     }
 

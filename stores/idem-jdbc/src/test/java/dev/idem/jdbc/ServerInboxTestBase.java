@@ -91,6 +91,43 @@ abstract class ServerInboxTestBase extends InboxTestBase {
     }
 
     /**
+     * The handler is the first to see the connection gone (its statement fails), then the inbox's rollback to the
+     * savepoint fails too: the {@link RetryLaterException} says the caller's transaction is lost and carries the
+     * handler's own error, which was the first sign of it.
+     */
+    @Test
+    @Timeout(60)
+    void backendKilledUnderTheHandler_inTheCallersTransaction_theRetryCarriesTheHandlersOwnError() throws Exception {
+        JdbcInbox inbox = inbox();
+        try (Connection c = db.connection()) {
+            c.setAutoCommit(false);
+            long backend;
+            try (Statement s = c.createStatement();
+                    ResultSet rs = s.executeQuery(backendIdQuery())) {
+                rs.next();
+                backend = rs.getLong(1);
+            }
+
+            Throwable thrown = catchThrowable(() -> inbox.handle(c, Delivery.of("p1"), conn -> {
+                db.execute(killStatement(backend));
+                Thread.sleep(200); // the kill reaches the backend before the statement
+                try (Statement s = conn.createStatement()) {
+                    s.execute("SELECT 1");
+                } catch (SQLException e) {
+                    throw new IllegalStateException("the charge failed", e);
+                }
+                return Outcome.processed();
+            }));
+
+            assertThat(thrown).isInstanceOf(RetryLaterException.class);
+            assertThat(thrown.getCause().getSuppressed())
+                    .as("the handler's own error")
+                    .anySatisfy(e -> assertThat(e).hasMessage("the charge failed"));
+        }
+        assertThat(ledgerRows("p1")).isZero();
+    }
+
+    /**
      * The caller's transaction lost as the inbox releases the handling's savepoint (the last statement before the
      * caller's commit): nothing is applied, so the handling must not answer {@code PROCESSED}; it throws {@link
      * RetryLaterException}, for the caller to roll back (PostgreSQL's release used to be ignored, and the caller's

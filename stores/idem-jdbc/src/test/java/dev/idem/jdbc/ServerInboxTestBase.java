@@ -29,6 +29,15 @@ abstract class ServerInboxTestBase extends InboxTestBase {
     /** The statement that kills backend {@code id} from another connection. */
     protected abstract String killStatement(long id);
 
+    /** The server's id of {@code c}'s session, for {@link #killStatement}. */
+    private long backendId(Connection c) throws SQLException {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(backendIdQuery())) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
     @Test
     @Timeout(60)
     void backendKilled_afterTheBusinessWritesBeforeCommit_andTheMessageRedelivered_isAppliedOnce() throws Exception {
@@ -38,11 +47,7 @@ abstract class ServerInboxTestBase extends InboxTestBase {
         CountDownLatch killed = new CountDownLatch(1);
         CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("p1"), c -> {
             pay("p1", 1, 10).handle(c);
-            try (Statement s = c.createStatement();
-                    ResultSet rs = s.executeQuery(backendIdQuery())) {
-                rs.next();
-                backend.set(rs.getLong(1));
-            }
+            backend.set(backendId(c));
             wrote.countDown();
             killed.await();
             return Outcome.processed();
@@ -68,11 +73,7 @@ abstract class ServerInboxTestBase extends InboxTestBase {
         CountDownLatch started = new CountDownLatch(1);
         CountDownLatch killed = new CountDownLatch(1);
         CompletableFuture<Outcome> first = CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("p1"), c -> {
-            try (Statement s = c.createStatement();
-                    ResultSet rs = s.executeQuery(backendIdQuery())) {
-                rs.next();
-                backend.set(rs.getLong(1));
-            }
+            backend.set(backendId(c));
             started.countDown();
             killed.await();
             return pay("p1", 1, 10).handle(c);
@@ -101,12 +102,7 @@ abstract class ServerInboxTestBase extends InboxTestBase {
         JdbcInbox inbox = inbox();
         try (Connection c = db.connection()) {
             c.setAutoCommit(false);
-            long backend;
-            try (Statement s = c.createStatement();
-                    ResultSet rs = s.executeQuery(backendIdQuery())) {
-                rs.next();
-                backend = rs.getLong(1);
-            }
+            long backend = backendId(c);
 
             Throwable thrown = catchThrowable(() -> inbox.handle(c, Delivery.of("p1"), conn -> {
                 db.execute(killStatement(backend));
@@ -140,12 +136,7 @@ abstract class ServerInboxTestBase extends InboxTestBase {
         JdbcInbox inbox = inbox();
         try (Connection real = db.connection()) {
             real.setAutoCommit(false);
-            long backend;
-            try (Statement s = real.createStatement();
-                    ResultSet rs = s.executeQuery(backendIdQuery())) {
-                rs.next();
-                backend = rs.getLong(1);
-            }
+            long backend = backendId(real);
             Connection killedAtRelease = (Connection) Proxy.newProxyInstance(
                     Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
                         if (method.getName().equals("releaseSavepoint")) {

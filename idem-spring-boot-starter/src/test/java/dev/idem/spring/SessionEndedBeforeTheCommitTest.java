@@ -9,18 +9,12 @@ import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
 import dev.idem.testsupport.TestDatabase;
-import java.io.PrintWriter;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.util.UUID;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.logging.Logger;
-import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -38,14 +32,13 @@ import org.springframework.transaction.support.TransactionTemplate;
  */
 class SessionEndedBeforeTheCommitTest {
     static final TestDatabase DB = TestDatabase.postgres("session_ended_before_commit");
-    static final AtomicBoolean TERMINATE_AT_RELEASE = new AtomicBoolean();
     static HikariDataSource pool;
     static JdbcInbox inbox;
 
     @BeforeAll
     static void start() {
         HikariConfig config = new HikariConfig();
-        config.setDataSource(new EndingAtRelease(DB.url()));
+        config.setJdbcUrl(DB.url());
         config.setMaximumPoolSize(2);
         pool = new HikariDataSource(config);
         inbox = JdbcInbox.builder(pool)
@@ -65,10 +58,7 @@ class SessionEndedBeforeTheCommitTest {
         TransactionTemplate tx = new TransactionTemplate(new JdbcTransactionManager(pool));
         Throwable thrown = catchThrowable(() -> tx.executeWithoutResult(status -> {
             Connection c = DataSourceUtils.getConnection(pool);
-            inbox.handle(c, Delivery.of("payment-" + UUID.randomUUID()), conn -> {
-                TERMINATE_AT_RELEASE.set(true); // the handler's work is done: the next release ends the session
-                return Outcome.processed();
-            });
+            inbox.handle(endingAtRelease(c), Delivery.of("payment-" + UUID.randomUUID()), conn -> Outcome.processed());
         }));
 
         assertThat(thrown).as("the transaction did not commit").isNotNull();
@@ -77,66 +67,26 @@ class SessionEndedBeforeTheCommitTest {
                 .isEqualTo(Outcome.Type.IN_PROGRESS);
     }
 
-    /** PostgreSQL connections whose {@code releaseSavepoint}, once armed, first has the database end the session. */
-    private record EndingAtRelease(String url) implements DataSource {
-        @Override
-        public Connection getConnection() throws SQLException {
-            Connection real = DriverManager.getConnection(url);
-            return (Connection) Proxy.newProxyInstance(
-                    Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-                        if (method.getName().equals("releaseSavepoint") && TERMINATE_AT_RELEASE.getAndSet(false)) {
-                            terminate(real.unwrap(PGConnection.class).getBackendPID());
-                        }
-                        try {
-                            return method.invoke(real, args);
-                        } catch (InvocationTargetException e) {
-                            throw e.getCause();
-                        }
-                    });
-        }
+    /** {@code c}, whose {@code releaseSavepoint} first has the database end the session. */
+    private static Connection endingAtRelease(Connection c) {
+        return (Connection) Proxy.newProxyInstance(
+                Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("releaseSavepoint")) {
+                        terminate(c.unwrap(PGConnection.class).getBackendPID());
+                    }
+                    try {
+                        return method.invoke(c, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
 
-        private static void terminate(int pid) throws SQLException {
-            try (Connection admin = DB.connection();
-                    PreparedStatement s = admin.prepareStatement("SELECT pg_terminate_backend(?, 5000)")) {
-                s.setInt(1, pid);
-                s.execute();
-            }
-        }
-
-        @Override
-        public Connection getConnection(String username, String password) throws SQLException {
-            return getConnection();
-        }
-
-        @Override
-        public PrintWriter getLogWriter() {
-            return null;
-        }
-
-        @Override
-        public void setLogWriter(PrintWriter out) {}
-
-        @Override
-        public void setLoginTimeout(int seconds) {}
-
-        @Override
-        public int getLoginTimeout() {
-            return 0;
-        }
-
-        @Override
-        public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-            throw new SQLFeatureNotSupportedException();
-        }
-
-        @Override
-        public <T> T unwrap(Class<T> iface) throws SQLException {
-            throw new SQLException("not a wrapper");
-        }
-
-        @Override
-        public boolean isWrapperFor(Class<?> iface) {
-            return false;
+    private static void terminate(int pid) throws SQLException {
+        try (Connection admin = DB.connection();
+                PreparedStatement s = admin.prepareStatement("SELECT pg_terminate_backend(?, 5000)")) {
+            s.setInt(1, pid);
+            s.execute();
         }
     }
 }

@@ -46,6 +46,7 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
@@ -109,6 +110,7 @@ public final class RedisStore implements IdempotencyStore {
     private final IdempotencyListener listener;
     private final String description;
     private final Witnesses witnesses = new Witnesses();
+    private final ConcurrentHashMap<String, Keys> keysByNamespace = new ConcurrentHashMap<>();
     private final @Nullable ScheduledThreadPoolExecutor namespaceChecks;
 
     private RedisStore(Builder b, RedisLink.Endpoint endpoint, boolean ownsClient, String description) {
@@ -169,12 +171,17 @@ public final class RedisStore implements IdempotencyStore {
      */
     @Override
     public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
-        ensureDistinct(requests);
         if (requests.isEmpty()) {
             return List.of();
         }
         ClaimResult[] results = new ClaimResult[requests.size()];
-        List<Chunk> pending = chunks(requests);
+        List<Chunk> pending;
+        if (requests.size() == 1) { // a Guard's single claim: nothing to deduplicate, group or sort
+            pending = List.of(new Chunk(requests.get(0).key().namespace(), List.of(0)));
+        } else {
+            ensureDistinct(requests);
+            pending = chunks(requests);
+        }
         Long giveUpArming = null; // set by the first reply that asks to wait: a slow first call is not arming time
         for (boolean firstRound = true; !pending.isEmpty(); firstRound = false) {
             Instant now = clock.instant();
@@ -222,7 +229,9 @@ public final class RedisStore implements IdempotencyStore {
     /** Up to {@value #BATCH_CHUNK} request indexes of one namespace, in key order. */
     private record Chunk(String namespace, List<Integer> indexes) {
         List<ClaimRequest> of(List<ClaimRequest> requests) {
-            return indexes.stream().map(requests::get).toList();
+            return indexes.size() == 1
+                    ? List.of(requests.get(indexes.get(0)))
+                    : indexes.stream().map(requests::get).toList();
         }
     }
 
@@ -260,7 +269,7 @@ public final class RedisStore implements IdempotencyStore {
 
     /** Sends the claim script for {@code claims} of one namespace; with no claims it only checks the namespace. */
     private RedisLink.Call<List<Object>> claimCall(String namespace, List<ClaimRequest> claims, Instant now) {
-        Keys keys = new Keys(prefix, namespace);
+        Keys keys = keys(namespace);
         Witnesses.Witness witness = witnesses.of(namespace);
         byte[][] k = new byte[2 + claims.size()][];
         byte[][] a = new byte[6 + 3 * claims.size()][];
@@ -428,7 +437,7 @@ public final class RedisStore implements IdempotencyStore {
     }
 
     private void rearm(String namespace, String expected) {
-        Keys keys = new Keys(prefix, namespace);
+        Keys keys = keys(namespace);
         byte[][] k = {keys.epoch(), keys.fence()};
         byte[][] a = {
             utf8(UUID.randomUUID().toString()),
@@ -486,7 +495,7 @@ public final class RedisStore implements IdempotencyStore {
     private RedisLink.Call<byte[]> updateCall(
             Script script, IdempotencyKey key, String owner, Duration span, byte[] result) {
         Objects.requireNonNull(owner, "owner");
-        byte[][] k = {new Keys(prefix, key.namespace()).record(key)};
+        byte[][] k = {keys(key.namespace()).record(key)};
         byte[][] a = {
             utf8(owner), now(clock.instant()), number(span.toMillis()), number(expiryMargin.toMillis()), result
         };
@@ -495,7 +504,7 @@ public final class RedisStore implements IdempotencyStore {
 
     @Override
     public Optional<StoredRecord> lookup(IdempotencyKey key) {
-        byte[][] k = {new Keys(prefix, key.namespace()).record(key)};
+        byte[][] k = {keys(key.namespace()).record(key)};
         byte[][] a = {now(clock.instant())};
         List<Object> v = link.<List<Object>>call(Script.LOOKUP, ScriptOutputType.MULTI, k, a)
                 .await();
@@ -536,22 +545,38 @@ public final class RedisStore implements IdempotencyStore {
         }
     }
 
-    /** Redis key names of one namespace; all share the hash tag {@code {prefix:namespace}}. */
-    private record Keys(String prefix, String namespace) {
-        private String tag() {
-            return "{" + prefix + ":" + namespace + "}";
+    /** The key names of {@code namespace}, built once per namespace. */
+    private Keys keys(String namespace) {
+        Keys k = keysByNamespace.get(namespace);
+        return k != null ? k : keysByNamespace.computeIfAbsent(namespace, ns -> new Keys(prefix, ns));
+    }
+
+    /**
+     * Redis key names of one namespace; all share the hash tag {@code {prefix:namespace}}. The sentinel's and the
+     * counter's names are shared by every call (the driver only reads them).
+     */
+    private static final class Keys {
+        private final byte[] epoch;
+        private final byte[] fence;
+        private final String recordPrefix;
+
+        Keys(String prefix, String namespace) {
+            String tag = "{" + prefix + ":" + namespace + "}";
+            this.epoch = utf8(tag + ":epoch");
+            this.fence = utf8(tag + ":fence");
+            this.recordPrefix = tag + ":r:";
         }
 
         byte[] epoch() {
-            return utf8(tag() + ":epoch");
+            return epoch;
         }
 
         byte[] fence() {
-            return utf8(tag() + ":fence");
+            return fence;
         }
 
         byte[] record(IdempotencyKey key) {
-            return utf8(tag() + ":r:" + key.storedKey());
+            return utf8(recordPrefix + key.storedKey());
         }
     }
 

@@ -7,11 +7,10 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.UpdateResult;
 import java.time.Duration;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Extends the leases of running handlers every third of the lease. Every watchdog of the JVM schedules on one shared
@@ -28,77 +27,30 @@ public final class LeaseWatchdog {
     private final String source;
     private final IdempotencyListener listener;
     private final Duration lease;
-    private final long periodNanos;
-    /** The watches of running handlers, each renewed every period from its start. */
-    private final Set<Watch> live = ConcurrentHashMap.newKeySet();
-    /** True while a sweep is scheduled (or running): at most one per watchdog. */
-    private final AtomicBoolean sweepScheduled = new AtomicBoolean();
 
     public LeaseWatchdog(IdempotencyStore store, String source, IdempotencyListener listener, Duration lease) {
         this.store = store;
         this.source = source;
         this.listener = listener;
         this.lease = lease;
-        this.periodNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(1, lease.toMillis() / 3));
     }
 
-    /**
-     * Starts extending {@code owner}'s lease on {@code key} every third of the lease, from now, until the returned
-     * watch is closed. Registering and closing a watch touch no thread: one sweep per watchdog, scheduled for the
-     * earliest renewal due, serves every watch (a handler shorter than a third of the lease costs the scheduler
-     * nothing, instead of a task scheduled, a wake-up of its thread and a cancellation per handling).
-     */
+    /** Starts extending {@code owner}'s lease on {@code key} until the returned watch is closed. */
     public Watch watch(IdempotencyKey key, String owner) {
-        Watch watch = new Watch(this, key, owner, System.nanoTime() + periodNanos);
-        live.add(watch);
-        if (!sweepScheduled.get() && sweepScheduled.compareAndSet(false, true)) {
-            Shared.SCHEDULER.schedule(this::sweep, periodNanos, TimeUnit.NANOSECONDS);
+        long period = Math.max(1, lease.toMillis() / 3);
+        Watch watch = new Watch();
+        watch.future = Shared.SCHEDULER.scheduleAtFixedRate(
+                () -> tick(key, owner, watch), period, period, TimeUnit.MILLISECONDS);
+        if (watch.closed) {
+            watch.close(); // closed by a first tick that ran before the future was set
         }
         return watch;
     }
 
     /**
-     * Renews every watch that is due (at a fixed rate: its next renewal is one period after the one due, as with
-     * {@code scheduleAtFixedRate}), then schedules itself for the earliest renewal still to come, or stops when no
-     * watch is left. Every watch of this watchdog has the same period, so a watch registered later is never due
-     * before the earliest one this sweep saw.
-     */
-    private void sweep() {
-        long next = Long.MAX_VALUE;
-        try {
-            long now = System.nanoTime();
-            for (Watch w : live) {
-                if (w.closed) {
-                    continue;
-                }
-                if (w.due - now <= 0) {
-                    tick(w.key, w.owner, w);
-                    w.due += periodNanos;
-                }
-                if (!w.closed && (next == Long.MAX_VALUE || w.due - next < 0)) {
-                    next = w.due;
-                }
-            }
-        } finally {
-            reschedule(next);
-        }
-    }
-
-    private void reschedule(long next) {
-        if (next != Long.MAX_VALUE) {
-            Shared.SCHEDULER.schedule(this::sweep, Math.max(0, next - System.nanoTime()), TimeUnit.NANOSECONDS);
-            return;
-        }
-        sweepScheduled.set(false);
-        // a watch registered while this sweep ran may have seen it scheduled and left the scheduling to it
-        if (!live.isEmpty() && sweepScheduled.compareAndSet(false, true)) {
-            Shared.SCHEDULER.schedule(this::sweep, 0, TimeUnit.NANOSECONDS);
-        }
-    }
-
-    /**
      * One renewal. Nothing may escape it, not even an {@link Error} (from the store, or from a listener told of a
-     * failure): it would cut the sweep short, and the renewals of the other watches due in it would be late. The handler's thread, not this one, decides whether the process is crashing.
+     * failure): the scheduler would cancel this periodic renewal for good, and the lease would lapse under the
+     * running handler. The handler's thread, not this one, decides whether the process is crashing.
      */
     private void tick(IdempotencyKey key, String owner, Watch watch) {
         try {
@@ -160,26 +112,16 @@ public final class LeaseWatchdog {
 
     /** One running handler's lease extension. */
     public static final class Watch implements AutoCloseable {
-        private final LeaseWatchdog watchdog;
-        private final IdempotencyKey key;
-        private final String owner;
-        /** When its next renewal is due ({@link System#nanoTime()}); read and advanced by the sweep only. */
-        private long due;
-
+        private volatile @Nullable ScheduledFuture<?> future;
         private volatile boolean closed;
 
-        private Watch(LeaseWatchdog watchdog, IdempotencyKey key, String owner, long due) {
-            this.watchdog = watchdog;
-            this.key = key;
-            this.owner = owner;
-            this.due = due;
-        }
-
-        /** Stops the renewals; a renewal already under way finishes. Idempotent. */
         @Override
         public void close() {
             closed = true;
-            watchdog.live.remove(this);
+            ScheduledFuture<?> f = future;
+            if (f != null) {
+                f.cancel(false);
+            }
         }
     }
 }

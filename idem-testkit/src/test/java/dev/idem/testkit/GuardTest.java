@@ -275,39 +275,6 @@ class GuardTest {
         }
     }
 
-    /**
-     * The watchdog's one sweep, scheduled by a short handling that has ended since, still renews a handling that
-     * started after it (its first renewal due later than the sweep's time).
-     */
-    @Test
-    void watchdog_extendsTheLease_ofAHandlerStartedAfterAShortOne() throws Exception {
-        try (InMemoryStore realTime = InMemoryStore.create();
-                Guard g = Guard.builder(realTime)
-                        .namespace("payments")
-                        .lease(Duration.ofMillis(300))
-                        .build()) {
-            assertThat(g.run("pay-0", () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
-            Thread.sleep(40);
-            IdempotencyKey key = IdempotencyKey.of("payments", "pay-1");
-            CountDownLatch extended = new CountDownLatch(2);
-            CompletableFuture<Outcome> run = CompletableFuture.supplyAsync(() -> g.run("pay-1", () -> {
-                Instant deadline = realTime.lookup(key).orElseThrow().expiresAt();
-                long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                while (extended.getCount() > 0 && System.nanoTime() < giveUp) {
-                    Instant now = realTime.lookup(key).orElseThrow().expiresAt();
-                    if (now.isAfter(deadline)) {
-                        deadline = now;
-                        extended.countDown();
-                    }
-                    Thread.onSpinWait();
-                }
-            }));
-
-            assertThat(extended.await(10, TimeUnit.SECONDS)).as("renewed twice").isTrue();
-            assertThat(run.get(10, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
-        }
-    }
-
     @Test
     void handleAll_claimsInOneRoundTrip_andCompletesInOne() {
         var counting = new CountingStore(store);

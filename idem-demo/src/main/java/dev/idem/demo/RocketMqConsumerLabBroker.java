@@ -8,10 +8,16 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
+import org.apache.rocketmq.client.exception.MQBrokerException;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.remoting.exception.RemotingException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A consumer lab over RocketMQ: the in-process name server and broker of {@link EmbeddedRocketMQ} (delay levels of
@@ -21,6 +27,9 @@ import org.apache.rocketmq.common.message.Message;
  * another consumer of the group holds (averaging allocation), so that two consumers take the same payment at once.
  */
 final class RocketMqConsumerLabBroker implements ConsumerLabBroker {
+    private static final Logger LOG = LoggerFactory.getLogger(RocketMqConsumerLabBroker.class);
+    private static final long RESEND_PAUSE_MILLIS = 200;
+
     private final EmbeddedRocketMQ embedded;
     private final int queues;
     private final String topic;
@@ -84,9 +93,33 @@ final class RocketMqConsumerLabBroker implements ConsumerLabBroker {
         m.putUserProperty(PAYMENT_ID_HEADER, p.id());
         int home = Math.floorMod(p.id().hashCode(), queues);
         int queue = send.copy() == PaymentWorkload.Copy.CROSS ? (home + queues / 2) % queues : home;
-        SendResult result = producer.send(m, (mqs, msg, arg) -> mqs.get((Integer) arg % mqs.size()), queue);
-        if (result.getSendStatus() != SendStatus.SEND_OK) {
-            throw new IllegalStateException("send not stored: " + result);
+        sendUntilStored(() -> producer.send(m, (mqs, msg, arg) -> mqs.get((Integer) arg % mqs.size()), queue));
+    }
+
+    /**
+     * Sends until the broker answers {@code SEND_OK}, again after each failure (a send to a selected queue is not
+     * retried by the client), as an application does: a send the lab lost would be judged as a payment the consumers
+     * under test lost (seen in CI: one {@code RemotingSendRequestException} failed the whole run).
+     *
+     * @throws Exception the last failure, after {@value AcknowledgedSends#MAX_SENDS_AGAIN} more sends
+     */
+    static SendResult sendUntilStored(Callable<SendResult> send) throws Exception {
+        for (int again = 0; ; again++) {
+            Exception failure;
+            try {
+                SendResult result = send.call();
+                if (result.getSendStatus() == SendStatus.SEND_OK) {
+                    return result;
+                }
+                failure = new IllegalStateException("send not stored: " + result);
+            } catch (RemotingException | MQBrokerException | MQClientException e) {
+                failure = e;
+            }
+            if (again == AcknowledgedSends.MAX_SENDS_AGAIN) {
+                throw failure;
+            }
+            LOG.warn("a send to the lab's topic failed ({}); it is sent again", failure.toString());
+            Thread.sleep(RESEND_PAUSE_MILLIS);
         }
     }
 

@@ -9,6 +9,8 @@ import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.awaitility.Awaitility;
@@ -129,6 +131,8 @@ class RedisClockSkewTest {
         final AtomicInteger running = new AtomicInteger();
         private final Guard guard;
         private final CountDownLatch release = new CountDownLatch(1);
+        /** Its own thread: the common pool has one worker on two cores, and another test's task can hold it. */
+        private final ExecutorService thread = Executors.newSingleThreadExecutor();
         private final CompletableFuture<Outcome> outcome;
 
         private Slow(Guard guard, String key) throws InterruptedException {
@@ -140,7 +144,7 @@ class RedisClockSkewTest {
                 started.countDown();
                 release.await(30, TimeUnit.SECONDS);
                 running.decrementAndGet();
-            }));
+            }), thread);
             assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
         }
 
@@ -156,6 +160,7 @@ class RedisClockSkewTest {
         @Override
         public void close() {
             release.countDown();
+            thread.shutdown();
             guard.close();
         }
     }

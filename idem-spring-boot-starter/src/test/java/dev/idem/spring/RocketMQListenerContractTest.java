@@ -13,6 +13,7 @@ import dev.idem.testkit.AdapterContract;
 import dev.idem.testkit.Routing;
 import dev.idem.testkit.TestMessage;
 import dev.idem.testsupport.EmbeddedRocketMQ;
+import dev.idem.testsupport.RocketMQSend;
 import dev.idem.testsupport.TestServers;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -23,7 +24,6 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
@@ -39,6 +39,8 @@ import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.springframework.boot.autoconfigure.EnableAutoConfiguration;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.context.ConfigurableApplicationContext;
@@ -53,8 +55,9 @@ import org.springframework.core.annotation.AnnotationUtils;
  * for a rejection, a missing key or a key that is not exact UTF-8 text, the handler's own exception as it is). The key
  * is the user property {@link RocketMQProducers#KEY_PROPERTY}; a copy's route is the queue it is sent to. A crash is a
  * shutdown that does not wait for the running handler: the offset persisted is the unfinished message's, as after a
- * kill.
+ * kill. Three scenarios run at a time, each with its own topic, group, producer and containers.
  */
+@Execution(ExecutionMode.CONCURRENT)
 class RocketMQListenerContractTest extends AdapterContract {
     static final EmbeddedRocketMQ BROKER = EmbeddedRocketMQ.shared();
     private static final int QUEUES = 2;
@@ -121,18 +124,28 @@ class RocketMQListenerContractTest extends AdapterContract {
         String name = topic + "-consumer-" + consumerIds.incrementAndGet();
         RocketMQMessageListener annotation = AnnotationUtils.synthesizeAnnotation(
                 Map.of("topic", topic, "consumerGroup", group()), RocketMQMessageListener.class, null);
-        ContractListener listener = new ContractListener(handler, name);
-        context.getBean(RocketMQMessageListenerContainerRegistrar.class).registerContainer(name, listener, annotation);
-        DefaultRocketMQListenerContainer container =
-                context.getBeansOfType(DefaultRocketMQListenerContainer.class).values().stream()
-                        .filter(c -> c.getRocketMQListener() == listener)
-                        .findFirst()
-                        .orElseThrow();
+        DefaultRocketMQListenerContainer container = register(new ContractListener(handler, name), annotation);
         container.start();
         return RunningConsumer.of(container::stop, () -> {
             container.getConsumer().setAwaitTerminationMillisWhenShutdown(1);
             container.stop();
         });
+    }
+
+    /**
+     * Registers a container for {@code listener} as rocketmq-spring does, and finds it among the context's containers:
+     * one scenario at a time, so that no scenario's lookup runs while another's registration changes the context.
+     */
+    private static DefaultRocketMQListenerContainer register(
+            ContractListener listener, RocketMQMessageListener annotation) {
+        synchronized (RocketMQListenerContractTest.class) {
+            context.getBean(RocketMQMessageListenerContainerRegistrar.class)
+                    .registerContainer(listener.instance, listener, annotation);
+            return context.getBeansOfType(DefaultRocketMQListenerContainer.class).values().stream()
+                    .filter(c -> c.getRocketMQListener() == listener)
+                    .findFirst()
+                    .orElseThrow();
+        }
     }
 
     @Override
@@ -149,10 +162,7 @@ class RocketMQListenerContractTest extends AdapterContract {
     }
 
     private void send(Message message, int queue) throws Exception {
-        assertThat(Objects.requireNonNull(producer)
-                        .send(message, (queues, msg, arg) -> queues.get((Integer) arg), queue)
-                        .getSendStatus())
-                .isEqualTo(SendStatus.SEND_OK);
+        RocketMQSend.toQueue(Objects.requireNonNull(producer), message, queue);
     }
 
     @Override

@@ -4,6 +4,7 @@ import dev.idem.RetryPolicy;
 import dev.idem.testkit.AdapterContract;
 import dev.idem.testkit.Routing;
 import dev.idem.testkit.TestMessage;
+import dev.idem.testsupport.RocketMQSend;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
 import java.util.List;
@@ -94,7 +95,7 @@ class RocketMQAdapterContractTest extends AdapterContract {
     }
 
     private void send(Message message, int queue) throws Exception {
-        producer.send(message, (queues, msg, arg) -> queues.get((Integer) arg), queue);
+        RocketMQSend.toQueue(producer, message, queue);
     }
 
     @Override

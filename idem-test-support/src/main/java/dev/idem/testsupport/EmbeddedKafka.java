@@ -9,7 +9,6 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,7 +16,6 @@ import java.util.Properties;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.stream.Stream;
 import kafka.server.KafkaConfig;
 import kafka.server.KafkaRaftServer;
 import kafka.tools.StorageTool;
@@ -177,7 +175,7 @@ public final class EmbeddedKafka implements AutoCloseable {
             if (proxy != null) {
                 proxy.close();
             }
-            deleteRecursively(directory);
+            PrivateServer.deleteRecursively(directory);
             throw e;
         }
     }
@@ -268,7 +266,7 @@ public final class EmbeddedKafka implements AutoCloseable {
         }
         server.shutdown();
         server.awaitShutdown();
-        deleteRecursively(directory);
+        PrivateServer.deleteRecursively(directory);
     }
 
     private void awaitReady() {
@@ -303,17 +301,6 @@ public final class EmbeddedKafka implements AutoCloseable {
         if (status != 0) {
             throw new IllegalStateException("formatting the Kafka log directory failed (" + status + "): "
                     + output.toString(StandardCharsets.UTF_8));
-        }
-    }
-
-    private static void deleteRecursively(Path directory) {
-        if (!Files.exists(directory)) {
-            return;
-        }
-        try (Stream<Path> paths = Files.walk(directory)) {
-            paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-        } catch (IOException e) {
-            System.err.println("[idem-testkit] could not delete " + directory + ": " + e.getMessage());
         }
     }
 

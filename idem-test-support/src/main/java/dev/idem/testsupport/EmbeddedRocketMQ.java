@@ -28,7 +28,7 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * One RocketMQ name server and broker in this JVM, started on first use and shared by every test class (start-up
- * takes seconds, shutdown ten more: a JVM exit hook does it). The broker binds 127.0.0.1 but tells clients to use
+ * takes seconds; at the JVM's exit a hook deletes its store, without the broker's shutdown, which takes ten more). The broker binds 127.0.0.1 but tells clients to use
  * 127.0.0.2, where a {@link TcpProxy} forwards to it, so that a test can swallow the broker's answers. Delay levels
  * are {@value #DELAY_LEVELS}: retries within seconds. Needs {@code rocketmq-broker} and {@code rocketmq-namesrv} on the
  * test class path (netty 4.1, as {@code idem-rocketmq} pins it).
@@ -43,8 +43,10 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
     private final BrokerController broker;
     private final TcpProxy proxy;
     private final String nameServerAddress;
+    private final Path dir;
 
     private EmbeddedRocketMQ(Path dir) throws Exception {
+        this.dir = dir;
         System.setProperty("rocketmq.remoting.version", Integer.toString(MQVersion.CURRENT_VERSION));
         int nameServerPort = FreePorts.any();
         NamesrvConfig namesrvConfig = new NamesrvConfig();
@@ -102,7 +104,7 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
             try {
                 Path dir = Files.createTempDirectory("idem-rocketmq");
                 shared = new EmbeddedRocketMQ(dir);
-                Runtime.getRuntime().addShutdownHook(new Thread(shared::close, "idem-rocketmq-shutdown"));
+                Runtime.getRuntime().addShutdownHook(new Thread(shared::discard, "idem-rocketmq-discard"));
             } catch (Exception e) {
                 throw new IllegalStateException("the in-process RocketMQ broker did not start", e);
             }
@@ -203,6 +205,15 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         broker.shutdown();
         nameServer.shutdown();
         proxy.close();
+    }
+
+    /**
+     * What an exiting JVM needs of its shared broker: its store deleted. Not {@link #close()}: the broker's and name
+     * server's shutdown waits on their executors for 10 to 20 s, which every test JVM would add to its exit.
+     */
+    private void discard() {
+        proxy.close();
+        PrivateServer.deleteRecursively(dir);
     }
 
     private static void check(boolean initialized, String what) {

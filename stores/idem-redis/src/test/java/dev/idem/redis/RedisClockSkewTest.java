@@ -133,18 +133,21 @@ class RedisClockSkewTest {
         private final CountDownLatch release = new CountDownLatch(1);
         /** Its own thread: the common pool has one worker on two cores, and another test's task can hold it. */
         private final ExecutorService thread = Executors.newSingleThreadExecutor();
+
         private final CompletableFuture<Outcome> outcome;
 
         private Slow(Guard guard, String key) throws InterruptedException {
             this.guard = guard;
             this.key = key;
             CountDownLatch started = new CountDownLatch(1);
-            this.outcome = CompletableFuture.supplyAsync(() -> guard.run(key, () -> {
-                running.incrementAndGet();
-                started.countDown();
-                release.await(30, TimeUnit.SECONDS);
-                running.decrementAndGet();
-            }), thread);
+            this.outcome = CompletableFuture.supplyAsync(
+                    () -> guard.run(key, () -> {
+                        running.incrementAndGet();
+                        started.countDown();
+                        release.await(30, TimeUnit.SECONDS);
+                        running.decrementAndGet();
+                    }),
+                    thread);
             assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
         }
 

@@ -55,7 +55,7 @@ final class DueMessages {
             List<Row> rows = new ArrayList<>();
             try (PreparedStatement ps = c.prepareStatement(sql.due(shards, owned.size()))) {
                 RelayDatabase.bind(ps, parameters);
-                try (ResultSet rs = ps.executeQuery()) {
+                try (ResultSet rs = OutboxSql.resultOfDue(ps)) {
                     while (rs.next()) {
                         OutboxRecord record = new OutboxRecord(
                                 rs.getLong(1),

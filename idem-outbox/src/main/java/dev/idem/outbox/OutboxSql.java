@@ -115,9 +115,17 @@ final class OutboxSql {
      * Read the rows with {@link #resultOfDue}.
      */
     String due(int shardCount, int owned) {
+        String query = dueQuery(shardCount, owned);
+        return dialect == Dialect.POSTGRESQL ? WALK_INDEXES + "; " + query : query;
+    }
+
+    /** PostgreSQL: the planner setting of {@link #due}, for its transaction. */
+    static final String WALK_INDEXES = "SET LOCAL enable_sort = off";
+
+    /** {@link #due} without its planner setting. */
+    String dueQuery(int shardCount, int owned) {
         boolean postgres = dialect == Dialect.POSTGRESQL;
-        return (postgres ? "SET LOCAL enable_sort = off; " : "")
-                + "SELECT " + COLUMNS + " FROM " + table + " o WHERE o.sent_at IS NULL AND o.retry_at <= ?"
+        return "SELECT " + COLUMNS + " FROM " + table + " o WHERE o.sent_at IS NULL AND o.retry_at <= ?"
                 + " AND MOD(o.key_hash, " + shardCount + ") IN (" + marks(owned) + ")"
                 + " AND o.message_key NOT IN (SELECT b.message_key FROM " + table + " b"
                 + " WHERE b.retry_at > ? AND b.sent_at IS NULL" + (postgres ? " ORDER BY b.retry_at" : "") + ")"

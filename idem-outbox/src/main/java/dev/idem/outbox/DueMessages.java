@@ -40,7 +40,8 @@ final class DueMessages {
 
     /**
      * Marks the previous batch's acknowledged messages sent and fetches the next batch, in one transaction: under load
-     * a batch costs one transaction, like a hand-written relay's.
+     * a batch costs one transaction, like a hand-written relay's; on PostgreSQL also one statement ({@link
+     * OutboxSql#marksWithTheFetch()}).
      */
     List<Row> markAndFetch(SentMarks marks, List<Integer> owned) {
         long now = clock.millis();
@@ -51,10 +52,18 @@ final class DueMessages {
         parameters.add(batchSize);
         List<OutboxRecord> marking = marks.pending();
         List<Row> batch = db.run("fetching due messages", c -> {
-            marks.write(c, marking);
+            String statement = sql.due(shards, owned.size());
+            List<Object> bound = parameters;
+            if (!marking.isEmpty() && sql.marksWithTheFetch()) {
+                statement = sql.markSent(marking.size()) + "; " + statement;
+                bound = new ArrayList<>(marks.parameters(c, marking));
+                bound.addAll(parameters);
+            } else {
+                marks.write(c, marking);
+            }
             List<Row> rows = new ArrayList<>();
-            try (PreparedStatement ps = c.prepareStatement(sql.due(shards, owned.size()))) {
-                RelayDatabase.bind(ps, parameters);
+            try (PreparedStatement ps = c.prepareStatement(statement)) {
+                RelayDatabase.bind(ps, bound);
                 try (ResultSet rs = OutboxSql.resultOfDue(ps)) {
                     while (rs.next()) {
                         OutboxRecord record = new OutboxRecord(

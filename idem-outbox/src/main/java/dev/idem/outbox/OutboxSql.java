@@ -149,6 +149,21 @@ final class OutboxSql {
     }
 
     /**
+     * True when {@code e} comes from PostgreSQL refusing a prepared statement of several commands (SQLSTATE 42601),
+     * which a driver that does not split statements itself (pgjdbc does) sends whole.
+     */
+    static boolean refusesSeveralCommands(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof SQLException s
+                    && "42601".equals(s.getSQLState())
+                    && String.valueOf(s.getMessage()).contains("multiple commands")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * By primary key only: a condition on {@code sent_at} lets the planner walk the unsent rows instead (PostgreSQL
      * without statistics did, 22 ms per batch at 10,000 unsent). A row another relay already marked gets a later
      * {@code sent_at}, which only delays its purge.

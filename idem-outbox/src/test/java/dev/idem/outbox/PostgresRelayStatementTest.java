@@ -82,11 +82,11 @@ class PostgresRelayStatementTest {
     }
 
     /**
-     * RED on outbox-relay: every fetch is one prepared statement of two or three commands. A PostgreSQL driver that
-     * sends a prepared statement as one Parse message (pgjdbc-ng, and any driver that does not split on ';' itself)
-     * gets PostgreSQL's "cannot insert multiple commands into a prepared statement" on every cycle: the relay never
-     * publishes anything again, and on main it worked. The DataSource below is pgjdbc answering as such a driver does:
-     * the server's own error (SQLSTATE 42601) for a prepared statement with several commands.
+     * On PostgreSQL every fetch is one prepared statement of two or three commands. A driver that sends a prepared
+     * statement as one Parse message (pgjdbc-ng, and any driver that does not split on ';' itself) gets PostgreSQL's
+     * "cannot insert multiple commands into a prepared statement": the relay must then send the commands one by one,
+     * not fail every cycle (it did, publishing nothing, before the fallback). The DataSource below is pgjdbc answering
+     * as such a driver does: the server's own error (SQLSTATE 42601) for a prepared statement with several commands.
      */
     @Test
     void relay_onAPostgresDriverThatDoesNotSplitStatements_stillPublishesAndMarks() throws Exception {
@@ -108,7 +108,7 @@ class PostgresRelayStatementTest {
     }
 
     /**
-     * GREEN: with pgjdbc in each query mode and with autosave, a full batch's mark rides with the next fetch, nothing is
+     * With pgjdbc in each query mode and with autosave, a full batch's mark rides with the next fetch, nothing is
      * lost or published twice, and the relay's {@code SET LOCAL} ends with its transaction.
      */
     @ParameterizedTest
@@ -134,7 +134,7 @@ class PostgresRelayStatementTest {
         }
     }
 
-    /** GREEN: the planner setting holds for the fetch's transaction only; the pooled connection gets it back. */
+    /** The planner setting holds for the fetch's transaction only; the pooled connection gets it back. */
     @Test
     void theFetchesPlannerSetting_endsWithItsTransaction() throws Exception {
         String table = table();

@@ -111,7 +111,7 @@ final class OutboxSql {
      * keys, ordered by {@code retry_at}, come from its index. Without statistics (a new table, or a burst the
      * autovacuum has not analysed yet) the planner otherwise reads every unsent row through a bitmap, tests each and
      * sorts them, and walks every unsent row again for the blocked keys: 3.2–4.4 ms per batch at 5,000 unsent in the
-     * outbox benchmark (growing with the backlog), against 0.31–0.59 ms; with statistics it picks the index walks
+     * outbox benchmark (growing with the backlog), against 0.31–0.59 ms; with statistics it mostly picks the index walks
      * itself.
      * Read the rows with {@link #resultOfDue}.
      */

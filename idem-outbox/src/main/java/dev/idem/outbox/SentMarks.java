@@ -40,6 +40,11 @@ final class SentMarks {
         if (records.isEmpty()) {
             return;
         }
+        RelayDatabase.update(c, sql.markSent(records.size()), parameters(c, records));
+    }
+
+    /** The parameters of {@link OutboxSql#markSent} for {@code records}, on {@code c}. */
+    List<Object> parameters(Connection c, List<OutboxRecord> records) throws SQLException {
         List<Object> parameters = new ArrayList<>();
         parameters.add(clock.millis());
         if (sql.marksByArray()) {
@@ -48,7 +53,7 @@ final class SentMarks {
         } else {
             records.forEach(r -> parameters.add(r.position()));
         }
-        RelayDatabase.update(c, sql.markSent(records.size()), parameters);
+        return parameters;
     }
 
     /** {@code records} committed as sent: forgets them and tells the listener. */

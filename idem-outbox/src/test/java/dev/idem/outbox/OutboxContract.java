@@ -144,6 +144,28 @@ abstract class OutboxContract {
     }
 
     @Test
+    void aFullBatch_isMarkedSentWithTheNextFetch_andNeverPublishedAgain() throws Exception {
+        List<String> ids =
+                commit(message("a", "1"), message("b", "2"), message("c", "3"), message("d", "4"), message("e", "5"));
+        RecordingPublisher broker = new RecordingPublisher();
+        OutboxRelay relay = started(relay(broker).batchSize(2).build());
+
+        assertThat(relay.relayOnce()).isEqualTo(2);
+        assertThat(relay.stats().unsent())
+                .as("a full batch's mark waits for the next fetch")
+                .isEqualTo(5);
+        assertThat(relay.relayOnce()).isEqualTo(2);
+        assertThat(relay.stats().unsent()).as("marked with that fetch").isEqualTo(3);
+        assertThat(relay.relayOnce()).isEqualTo(1);
+        assertThat(relay.stats().unsent())
+                .as("a batch that is not full is marked at once")
+                .isZero();
+        assertThat(relay.relayOnce()).isZero();
+
+        assertThat(broker.ids()).containsExactlyInAnyOrderElementsOf(ids);
+    }
+
+    @Test
     void rolledBackTransaction_leavesNoMessage() throws Exception {
         try (Connection c = db.connection()) {
             c.setAutoCommit(false);

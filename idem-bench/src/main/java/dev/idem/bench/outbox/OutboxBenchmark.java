@@ -53,8 +53,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *
  * <pre>{@code
  * ./mvnw -q -pl idem-bench -am package -DskipTests
- * java -cp idem-bench/target/benchmarks.jar dev.idem.bench.outbox.OutboxBenchmark [handlings] [backlog] [keys] [rounds]
+ * java -cp idem-bench/target/benchmarks.jar dev.idem.bench.outbox.OutboxBenchmark [handlings] [backlog] [keys] [rounds] [relay]
  * }</pre>
+ *
+ * The fifth argument {@code relay} runs the relay row only.
  */
 public final class OutboxBenchmark {
     private final EmbeddedKafka kafka;
@@ -71,15 +73,20 @@ public final class OutboxBenchmark {
         int backlog = args.length > 1 ? Integer.parseInt(args[1]) : 10_000;
         int keys = args.length > 2 ? Integer.parseInt(args[2]) : 1_000;
         int rounds = args.length > 3 ? Integer.parseInt(args[3]) : 3;
+        boolean relayOnly = args.length > 4 && args[4].equals("relay");
         try (EmbeddedKafka kafka = EmbeddedKafka.start();
                 TestDatabase db = TestDatabase.postgres(TestServers.postgres(), "outboxbench")) {
             OutboxBenchmark bench = new OutboxBenchmark(kafka, db);
             System.out.printf("load %s%n", load());
-            bench.writeOverhead(handlings, rounds);
-            bench.concurrentWrites(8, handlings * 2, rounds);
+            if (!relayOnly) {
+                bench.writeOverhead(handlings, rounds);
+                bench.concurrentWrites(8, handlings * 2, rounds);
+            }
             bench.relayThroughput(backlog, keys, rounds);
-            bench.latency(Duration.ofMillis(100), 1_000, 200);
-            bench.latency(Duration.ofMillis(20), 1_000, 200);
+            if (!relayOnly) {
+                bench.latency(Duration.ofMillis(100), 1_000, 200);
+                bench.latency(Duration.ofMillis(20), 1_000, 200);
+            }
             System.out.printf("load %s%n", load());
         }
         System.exit(0);

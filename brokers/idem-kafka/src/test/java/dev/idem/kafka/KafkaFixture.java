@@ -12,6 +12,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -22,6 +23,7 @@ import org.apache.kafka.clients.consumer.RangeAssignor;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -85,14 +87,23 @@ final class KafkaFixture {
         sendMany(topic, 0, prefix, count);
     }
 
-    /** Sends {@code count} records keyed {@code prefix + i} to {@code partition} without waiting for each ack. */
+    /**
+     * Sends {@code count} records keyed {@code prefix + i} to {@code partition}, then waits for every ack: a send the
+     * broker refused fails here, naming it, not later as a record the test's consumer never saw.
+     */
     static void sendMany(String topic, int partition, String prefix, int count) {
         try (KafkaProducer<String, String> producer = producer()) {
+            List<Future<RecordMetadata>> acks = new ArrayList<>();
             for (int i = 0; i < count; i++) {
-                producer.send(
-                        KafkaProducers.withKey(new ProducerRecord<>(topic, partition, null, "v" + i), prefix + i));
+                acks.add(producer.send(
+                        KafkaProducers.withKey(new ProducerRecord<>(topic, partition, null, "v" + i), prefix + i)));
             }
             producer.flush();
+            for (int i = 0; i < count; i++) {
+                acks.get(i).get(30, TimeUnit.SECONDS);
+            }
+        } catch (Exception e) {
+            throw new IllegalStateException("send to " + topic + " failed", e);
         }
     }
 

@@ -149,14 +149,13 @@ final class OutboxSql {
     }
 
     /**
-     * True when {@code e} comes from PostgreSQL refusing a prepared statement of several commands (SQLSTATE 42601),
-     * which a driver that does not split statements itself (pgjdbc does) sends whole.
+     * True when {@code e} may come from PostgreSQL refusing a prepared statement of several commands, which a driver
+     * that does not split statements itself (pgjdbc does) sends whole: SQLSTATE 42601, matched without the message,
+     * which the server translates ({@code lc_messages}). A real syntax error fails the commands sent one by one too.
      */
     static boolean refusesSeveralCommands(Throwable e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof SQLException s
-                    && "42601".equals(s.getSQLState())
-                    && String.valueOf(s.getMessage()).contains("multiple commands")) {
+            if (t instanceof SQLException s && "42601".equals(s.getSQLState())) {
                 return true;
             }
         }

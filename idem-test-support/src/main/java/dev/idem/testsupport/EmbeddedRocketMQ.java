@@ -29,10 +29,11 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * One RocketMQ name server and broker in this JVM, started on first use and shared by every test class (start-up
- * takes seconds; at the JVM's exit a hook deletes its store, without the broker's shutdown, which takes ten more). The broker binds 127.0.0.1 but tells clients to use
- * 127.0.0.2, where a {@link TcpProxy} forwards to it, so that a test can swallow the broker's answers. Delay levels
- * are {@value #DELAY_LEVELS}: retries within seconds. Needs {@code rocketmq-broker} and {@code rocketmq-namesrv} on the
- * test class path (netty 4.1, as {@code idem-rocketmq} pins it).
+ * takes seconds; at the JVM's exit a hook deletes its store, without the broker's shutdown, which takes ten more).
+ * The broker binds 127.0.0.1 but tells clients to use 127.0.0.2, where a {@link TcpProxy} forwards to it, so that a
+ * test can swallow the broker's answers. Delay levels are {@value #DELAY_LEVELS}: retries within seconds. Needs
+ * {@code rocketmq-broker} and {@code rocketmq-namesrv} on the test class path (netty 4.1, as {@code idem-rocketmq}
+ * pins it).
  */
 public final class EmbeddedRocketMQ implements AutoCloseable {
     public static final String DELAY_LEVELS = "1s 1s 1s 2s 2s 2s 3s 3s 3s 4s 4s 4s 5s 5s 5s 6s 6s 6s";

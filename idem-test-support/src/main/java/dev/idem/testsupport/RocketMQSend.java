@@ -1,5 +1,6 @@
 package dev.idem.testsupport;
 
+import java.util.concurrent.Callable;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
@@ -7,23 +8,33 @@ import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.remoting.exception.RemotingSendRequestException;
 
 /**
- * A test's send to one queue, stored once. The client does not retry a send to a selected queue, and it fails one
- * with {@link RemotingSendRequestException} when the request could not be written because the channel closed
- * meanwhile (the client closes a broker channel on which any request, a heartbeat included, timed out: seen on a
- * loaded machine). Such a request never reached the broker, so it is sent again; every other failure is the test's.
+ * A send to one queue, stored once. The client does not retry a send to a selected queue, and it fails one with
+ * {@link RemotingSendRequestException} when the request could not be written because the channel closed meanwhile
+ * (the client closes a broker channel on which any request, a heartbeat included, timed out: seen on a loaded
+ * machine). Such a request never reached the broker, so it is sent again; every other failure is the caller's, since a
+ * request that was written may have been stored, and a caller that counts copies must not add one.
  */
 public final class RocketMQSend {
-    private static final int MAX_SENDS_AGAIN = 5;
+    static final int MAX_SENDS_AGAIN = 5;
 
     private RocketMQSend() {}
 
-    /** Sends {@code message} to queue number {@code queue} of its topic; fails unless the broker answers SEND_OK. */
+    /**
+     * Sends {@code message} to queue number {@code queue} (modulo the topic's queues); fails unless the broker answers
+     * SEND_OK.
+     */
     public static SendResult toQueue(DefaultMQProducer producer, Message message, int queue) throws Exception {
+        return untilWritten(
+                () -> producer.send(message, (queues, msg, arg) -> queues.get((Integer) arg % queues.size()), queue));
+    }
+
+    /** Runs {@code send} again while its request was never written; fails unless the broker answers SEND_OK. */
+    static SendResult untilWritten(Callable<SendResult> send) throws Exception {
         for (int again = 0; ; again++) {
             try {
-                SendResult result = producer.send(message, (queues, msg, arg) -> queues.get((Integer) arg), queue);
+                SendResult result = send.call();
                 if (result.getSendStatus() != SendStatus.SEND_OK) {
-                    throw new IllegalStateException("send to " + message.getTopic() + " not stored: " + result);
+                    throw new IllegalStateException("send not stored: " + result);
                 }
                 return result;
             } catch (RemotingSendRequestException notWritten) {

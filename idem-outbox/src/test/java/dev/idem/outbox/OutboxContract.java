@@ -210,6 +210,166 @@ abstract class OutboxContract {
         assertThat(broker.ids()).as("only the applied handling's message").isEqualTo(sent);
     }
 
+    private JdbcInbox inbox(javax.sql.DataSource dataSource) {
+        return JdbcInbox.builder(dataSource)
+                .namespace(table)
+                .table(table + "_keys")
+                .createTableIfMissing(true)
+                .build();
+    }
+
+    private long count(String sql) throws Exception {
+        try (Connection c = db.connection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery(sql)) {
+            rs.next();
+            return rs.getLong(1);
+        }
+    }
+
+    private static void effect(Connection c, String payment) throws java.sql.SQLException {
+        try (var ps = c.prepareStatement("INSERT INTO effects (payment) VALUES (?)")) {
+            ps.setString(1, payment);
+            ps.executeUpdate();
+        }
+    }
+
+    private void effectsTable() {
+        db.execute("DROP TABLE IF EXISTS effects");
+        db.execute("CREATE TABLE effects (payment VARCHAR(64) NOT NULL)");
+    }
+
+    @Test
+    void inboxHandler_whoseMessageIdIsTaken_appliesNothing_neitherMarkNorEffectNorMessage() throws Exception {
+        effectsTable();
+        commit(message("order-0", "earlier").withMessageId("PAID-7"));
+        JdbcInbox inbox = inbox(db.dataSource());
+        Outbox outbox = outbox();
+
+        Outcome taken = inbox.handle(Delivery.of("pay-7"), c -> {
+            effect(c, "pay-7");
+            outbox.send(c, message("order-7", "first message"));
+            outbox.send(c, message("order-7", "paid 70").withMessageId("PAID-7"));
+            return Outcome.processed();
+        });
+
+        assertThat(taken.type()).as(taken.toString()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(taken.cause())
+                .hasValueSatisfying(cause -> assertThat(cause)
+                        .isInstanceOf(java.sql.SQLException.class)
+                        .hasMessageContaining("PAID-7"));
+        assertThat(count("SELECT COUNT(*) FROM effects")).as("the effect").isZero();
+        assertThat(rows()).as("only the earlier message").isEqualTo(1);
+        Outcome redelivered = inbox.handle(Delivery.of("pay-7"), c -> {
+            effect(c, "pay-7");
+            outbox.send(c, message("order-7", "paid 70"));
+            return Outcome.processed();
+        });
+        assertThat(redelivered.type())
+                .as("no mark was left: the redelivery runs")
+                .isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(count("SELECT COUNT(*) FROM effects")).isEqualTo(1);
+        assertThat(rows()).isEqualTo(2);
+    }
+
+    @Test
+    void handleBatch_aDeliveryWhoseMessageIdIsTaken_failsAlone_theOthersCommitEachMessageOnce() throws Exception {
+        effectsTable();
+        commit(message("order-0", "earlier").withMessageId("PAID-2"));
+        JdbcInbox inbox = inbox(db.dataSource());
+        Outbox outbox = outbox();
+        AtomicInteger runs = new AtomicInteger();
+        List<Delivery> batch = List.of(Delivery.of("b-0"), Delivery.of("b-1"), Delivery.of("b-2"), Delivery.of("b-3"));
+
+        List<Outcome> outcomes = inbox.handleBatch(batch, (c, contexts) -> {
+            List<Outcome> answers = new ArrayList<>();
+            for (var context : contexts) {
+                runs.incrementAndGet();
+                String key = context.delivery().key();
+                effect(c, key);
+                OutboxMessage m = message("order-" + key, "paid " + key);
+                outbox.send(c, key.equals("b-2") ? m.withMessageId("PAID-2") : m);
+                answers.add(Outcome.processed());
+            }
+            return answers;
+        });
+
+        assertThat(outcomes)
+                .extracting(Outcome::type)
+                .containsExactly(
+                        Outcome.Type.PROCESSED, Outcome.Type.PROCESSED, Outcome.Type.FAILED, Outcome.Type.PROCESSED);
+        assertThat(runs).as("the batch was split to find the delivery at fault").hasValueGreaterThan(4);
+        assertThat(count("SELECT COUNT(*) FROM effects WHERE payment = 'b-2'")).isZero();
+        assertThat(count("SELECT COUNT(*) FROM effects")).isEqualTo(3);
+        for (String key : List.of("b-0", "b-1", "b-3")) {
+            assertThat(count("SELECT COUNT(*) FROM " + table + " WHERE message_key = 'order-" + key + "'"))
+                    .as("the message of " + key + ", once, whatever the reruns")
+                    .isEqualTo(1);
+        }
+        assertThat(rows()).isEqualTo(4);
+    }
+
+    @Test
+    void inboxHandler_thatSendsAndAnswersNotFinal_leavesNoMessage_norOneInTheConnectionsNextTransaction()
+            throws Exception {
+        try (com.zaxxer.hikari.HikariDataSource onePooled = onePooledConnection()) {
+            JdbcInbox inbox = inbox(onePooled);
+            Outbox outbox = outbox();
+
+            Outcome later = inbox.handle(Delivery.of("pay-8"), c -> {
+                outbox.send(c, message("order-8", "rolled back"));
+                return Outcome.inProgress("not yet", null);
+            });
+            Outcome next = inbox.handle(Delivery.of("pay-9"), c -> {
+                outbox.send(c, message("order-9", "paid 90"));
+                return Outcome.processed();
+            });
+            Outcome withoutSend = inbox.handle(Delivery.of("pay-10"), c -> Outcome.processed());
+
+            assertThat(later.type()).isEqualTo(Outcome.Type.IN_PROGRESS);
+            assertThat(next.type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(withoutSend.type()).isEqualTo(Outcome.Type.PROCESSED);
+        }
+        RecordingPublisher broker = new RecordingPublisher();
+        started(relay(broker).build()).relayOnce();
+        assertThat(broker.published()).extracting(p -> p.record().key()).containsExactly("order-9");
+    }
+
+    @Test
+    void severalSendsOfOneHandler_arePublishedInSendOrder() throws Exception {
+        JdbcInbox inbox = inbox(db.dataSource());
+        Outbox outbox = outbox();
+        List<String> sent = new ArrayList<>();
+
+        Outcome applied = inbox.handle(Delivery.of("pay-11"), c -> {
+            for (int i = 0; i < 5; i++) {
+                sent.add(outbox.send(c, message(i % 2 == 0 ? "order-11" : "order-12", "step " + i)));
+            }
+            return Outcome.processed();
+        });
+
+        assertThat(applied.type()).isEqualTo(Outcome.Type.PROCESSED);
+        RecordingPublisher broker = new RecordingPublisher();
+        started(relay(broker).build()).relayOnce();
+        assertThat(broker.ids()).containsExactlyInAnyOrderElementsOf(sent);
+        List<String> ordered = new ArrayList<>();
+        try (Connection c = db.connection();
+                Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT message_id FROM " + table + " ORDER BY id")) {
+            while (rs.next()) {
+                ordered.add(rs.getString(1));
+            }
+        }
+        assertThat(ordered).as("inserted in send order").isEqualTo(sent);
+    }
+
+    private com.zaxxer.hikari.HikariDataSource onePooledConnection() {
+        com.zaxxer.hikari.HikariConfig config = new com.zaxxer.hikari.HikariConfig();
+        config.setJdbcUrl(db.url());
+        config.setMaximumPoolSize(1);
+        return new com.zaxxer.hikari.HikariDataSource(config);
+    }
+
     @Test
     void sendOnAnAutoCommitConnection_isRefused_withTheFix() throws Exception {
         try (Connection c = db.connection()) {

@@ -14,6 +14,7 @@ import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
 import java.sql.Connection;
 import java.sql.ResultSet;
+import java.sql.Savepoint;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -333,6 +334,37 @@ abstract class OutboxContract {
         RecordingPublisher broker = new RecordingPublisher();
         started(relay(broker).build()).relayOnce();
         assertThat(broker.published()).extracting(p -> p.record().key()).containsExactly("order-9");
+    }
+
+    /**
+     * A send the handler rolls back to a savepoint, through JDBC or in SQL (a nested step that failed and was
+     * compensated), is gone with it; the sends around it commit. A design that defers the insert (to ride the commit)
+     * must keep this: one did not.
+     */
+    @Test
+    void sendsRolledBackToASavepoint_areNotKept_theOthersAre() throws Exception {
+        JdbcInbox inbox = inbox(db.dataSource());
+        Outbox outbox = outbox();
+        List<String> kept = new ArrayList<>();
+
+        Outcome applied = inbox.handle(Delivery.of("pay-13"), c -> {
+            kept.add(outbox.send(c, message("order-13", "before")));
+            Savepoint step = c.setSavepoint();
+            outbox.send(c, message("order-13", "undone through JDBC"));
+            c.rollback(step);
+            try (Statement s = c.createStatement()) {
+                s.execute("SAVEPOINT sql_step");
+                outbox.send(c, message("order-13", "undone in SQL"));
+                s.execute("ROLLBACK TO SAVEPOINT sql_step");
+            }
+            kept.add(outbox.send(c, message("order-13", "after")));
+            return Outcome.processed();
+        });
+
+        assertThat(applied.type()).as(applied.toString()).isEqualTo(Outcome.Type.PROCESSED);
+        RecordingPublisher broker = new RecordingPublisher();
+        started(relay(broker).build()).relayOnce();
+        assertThat(broker.ids()).containsExactlyElementsOf(kept);
     }
 
     @Test

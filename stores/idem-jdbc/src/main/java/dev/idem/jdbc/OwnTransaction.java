@@ -50,7 +50,10 @@ public final class OwnTransaction {
         this.dialect = b.dialect;
     }
 
-    /** Transactions on {@code dataSource}, with the defaults. */
+    /**
+     * Transactions on {@code dataSource}, with the defaults. Build it once and reuse it (it is thread-safe): each
+     * instance detects the database on its first transaction.
+     */
     public static OwnTransaction of(DataSource dataSource) {
         return builder(dataSource).build();
     }

@@ -99,31 +99,29 @@ final class OutboxSql {
     }
 
     /**
+     * PostgreSQL's fetch, one statement: sorting turned off for its transaction ({@link #WALK_INDEXES}, in the same
+     * round trip), then {@link #dueQuery}, so that the fetch walks the {@code (sent_at, id)} index in order and stops at
+     * the limit, and the blocked keys, ordered by {@code retry_at}, come from its index. Without statistics (a new
+     * table, or a burst the autovacuum has not analysed yet) the planner otherwise reads every unsent row through a
+     * bitmap, tests each and sorts them, and walks every unsent row again for the blocked keys: 3.2–4.4 ms per batch at
+     * 5,000 unsent in the outbox benchmark (growing with the backlog), against 0.31–0.59 ms; with statistics it mostly
+     * picks the index walks itself. Read the rows with {@link #resultOfDue}.
+     */
+    String due(int shardCount, int owned) {
+        return WALK_INDEXES + "; " + dueQuery(shardCount, owned);
+    }
+
+    /** PostgreSQL: the planner setting of {@link #due}, for its transaction. */
+    static final String WALK_INDEXES = "SET LOCAL enable_sort = off";
+
+    /**
      * The oldest publishable messages of {@code owned} shards: unsent, due, and of a key that has no message backing
      * off or parked (both have {@code retry_at} in the future, parked ones for ever), so a key's order survives a
      * failure. The blocked keys come from the small {@code retry_at} index range, not from a scan per row; a sent row
      * in it blocks nothing (an old owner that stalled past its lease marks what the broker acknowledged to it, after
      * the new owner backed that message off or parked it).
      * Parameters: now, the owned shards, now, the limit.
-     *
-     * <p>PostgreSQL: the statement first turns sorting off for its transaction ({@code SET LOCAL}, in the same round
-     * trip), so that the fetch walks the {@code (sent_at, id)} index in order and stops at the limit, and the blocked
-     * keys, ordered by {@code retry_at}, come from its index. Without statistics (a new table, or a burst the
-     * autovacuum has not analysed yet) the planner otherwise reads every unsent row through a bitmap, tests each and
-     * sorts them, and walks every unsent row again for the blocked keys: 3.2–4.4 ms per batch at 5,000 unsent in the
-     * outbox benchmark (growing with the backlog), against 0.31–0.59 ms; with statistics it mostly picks the index walks
-     * itself.
-     * Read the rows with {@link #resultOfDue}.
      */
-    String due(int shardCount, int owned) {
-        String query = dueQuery(shardCount, owned);
-        return dialect == Dialect.POSTGRESQL ? WALK_INDEXES + "; " + query : query;
-    }
-
-    /** PostgreSQL: the planner setting of {@link #due}, for its transaction. */
-    static final String WALK_INDEXES = "SET LOCAL enable_sort = off";
-
-    /** {@link #due} without its planner setting. */
     String dueQuery(int shardCount, int owned) {
         boolean postgres = dialect == Dialect.POSTGRESQL;
         return "SELECT " + COLUMNS + " FROM " + table + " o WHERE o.sent_at IS NULL AND o.retry_at <= ?"

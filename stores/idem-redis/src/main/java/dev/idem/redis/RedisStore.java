@@ -229,9 +229,7 @@ public final class RedisStore implements IdempotencyStore {
     /** Up to {@value #BATCH_CHUNK} request indexes of one namespace, in key order. */
     private record Chunk(String namespace, List<Integer> indexes) {
         List<ClaimRequest> of(List<ClaimRequest> requests) {
-            return indexes.size() == 1
-                    ? List.of(requests.get(indexes.get(0)))
-                    : indexes.stream().map(requests::get).toList();
+            return indexes.stream().map(requests::get).toList();
         }
     }
 
@@ -547,8 +545,7 @@ public final class RedisStore implements IdempotencyStore {
 
     /** The key names of {@code namespace}, built once per namespace. */
     private Keys keys(String namespace) {
-        Keys k = keysByNamespace.get(namespace);
-        return k != null ? k : keysByNamespace.computeIfAbsent(namespace, ns -> new Keys(prefix, ns));
+        return keysByNamespace.computeIfAbsent(namespace, ns -> new Keys(prefix, ns));
     }
 
     /**

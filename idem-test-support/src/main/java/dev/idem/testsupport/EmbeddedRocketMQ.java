@@ -1,7 +1,6 @@
 package dev.idem.testsupport;
 
 import dev.idem.testkit.TcpProxy;
-import java.net.BindException;
 import java.net.InetAddress;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -39,7 +38,6 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
     public static final String DELAY_LEVELS = "1s 1s 1s 2s 2s 2s 3s 3s 3s 4s 4s 4s 5s 5s 5s 6s 6s 6s";
     public static final String BROKER_NAME = "idem-broker";
     private static final String ADVERTISED_HOST = "127.0.0.2";
-    private static final int PORT_ATTEMPTS = 5;
     private static @Nullable EmbeddedRocketMQ shared;
 
     private final NamesrvController nameServer;
@@ -60,12 +58,7 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         namesrvNetty.setBindAddress("127.0.0.1");
         nameServer = new NamesrvController(namesrvConfig, namesrvNetty, new NettyClientConfig());
         check(nameServer.initialize(), "name server");
-        try {
-            nameServer.start();
-        } catch (RuntimeException e) {
-            nameServer.shutdown();
-            throw e;
-        }
+        nameServer.start();
         nameServerAddress = "127.0.0.1:" + nameServerPort;
 
         int port = FreePorts.withNeighbours(2, 1); // p - 2: the VIP channel, p + 1: HA
@@ -94,56 +87,16 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         storeConfig.setMappedFileSizeTimerLog(8 * 1024 * 1024);
         storeConfig.setHaListenPort(port + 1);
         storeConfig.setMessageDelayLevel(DELAY_LEVELS);
-        TcpProxy startedProxy = null;
-        BrokerController startedBroker = null;
-        try {
-            startedProxy = TcpProxy.start(InetAddress.getByName(ADVERTISED_HOST), port, "127.0.0.1", port);
-            startedBroker = new BrokerController(brokerConfig, brokerNetty, new NettyClientConfig(), storeConfig);
-            check(startedBroker.initialize(), "broker");
-            startedBroker.start();
-        } catch (Exception e) {
-            if (startedBroker != null) {
-                startedBroker.shutdown();
-            }
-            if (startedProxy != null) {
-                startedProxy.close();
-            }
-            nameServer.shutdown();
-            throw e;
-        }
-        proxy = startedProxy;
-        broker = startedBroker;
+        proxy = TcpProxy.start(InetAddress.getByName(ADVERTISED_HOST), port, "127.0.0.1", port);
+        broker = new BrokerController(brokerConfig, brokerNetty, new NettyClientConfig(), storeConfig);
+        check(broker.initialize(), "broker");
+        broker.start();
         awaitRoute(TopicValidator.RMQ_SYS_SELF_TEST_TOPIC); // the broker has registered with the name server
-    }
-
-    /**
-     * Starts on fresh ports while the ports picked are taken before the servers bind them: another test JVM that
-     * starts its servers at the same moment can pick the same free port (seen with three modules building at once).
-     */
-    private static EmbeddedRocketMQ startOnFreePorts(Path dir) throws Exception {
-        for (int attempt = 1; ; attempt++) {
-            try {
-                return new EmbeddedRocketMQ(dir);
-            } catch (Exception e) {
-                if (attempt == PORT_ATTEMPTS || !portTaken(e)) {
-                    throw e;
-                }
-            }
-        }
-    }
-
-    private static boolean portTaken(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof BindException) {
-                return true;
-            }
-        }
-        return false;
     }
 
     /** A name server and broker of their own, storing in {@code dir}; {@link #close()} stops them. */
     public static EmbeddedRocketMQ start(Path dir) throws Exception {
-        return startOnFreePorts(dir);
+        return new EmbeddedRocketMQ(dir);
     }
 
     /** The JVM's broker, started on first call. */
@@ -151,7 +104,7 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         if (shared == null) {
             try {
                 Path dir = Files.createTempDirectory("idem-rocketmq");
-                shared = startOnFreePorts(dir);
+                shared = new EmbeddedRocketMQ(dir);
                 Runtime.getRuntime().addShutdownHook(new Thread(shared::discard, "idem-rocketmq-discard"));
             } catch (Exception e) {
                 throw new IllegalStateException("the in-process RocketMQ broker did not start", e);

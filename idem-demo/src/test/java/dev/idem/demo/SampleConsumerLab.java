@@ -6,6 +6,7 @@ import dev.idem.testsupport.EmbeddedKafka;
 import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -119,11 +120,24 @@ abstract class SampleConsumerLab {
                 new PrintStream(stdout, true, StandardCharsets.UTF_8),
                 new PrintStream(stderr, true, StandardCharsets.UTF_8));
         String printed = stdout.toString(StandardCharsets.UTF_8) + stderr.toString(StandardCharsets.UTF_8);
-        assertThat(out.resolve("idem-lab-report.json")).as(printed).exists();
+        assertThat(out.resolve("idem-lab-report.json"))
+                .as(() -> printed + labLog(out))
+                .exists();
         assertThat(Files.readString(out.resolve("idem-lab-report.html"), StandardCharsets.UTF_8))
                 .contains("Idem consumer lab", "The verdict")
                 .doesNotContain("<script", "src=\"http", "href=\"http");
         return new Lab(status, printed, LabRunTest.report(out));
+    }
+
+    /** The end of the lab's own log, for a run that failed: the temporary directory it is in goes with the test. */
+    private static String labLog(Path out) {
+        try {
+            List<String> lines = Files.readAllLines(out.resolve("idem-lab.log"), StandardCharsets.UTF_8);
+            return "\nthe end of idem-lab.log:\n"
+                    + String.join("\n", lines.subList(Math.max(0, lines.size() - 150), lines.size()));
+        } catch (IOException e) {
+            return "\n(no idem-lab.log: " + e + ")";
+        }
     }
 
     /** A finished lab run: its exit status, what it printed, its JSON report. */

@@ -99,7 +99,8 @@ final class RocketMqConsumerLabBroker implements ConsumerLabBroker {
     /**
      * Sends until the broker answers {@code SEND_OK}, again after each failure (a send to a selected queue is not
      * retried by the client), as an application does: a send the lab lost would be judged as a payment the consumers
-     * under test lost (seen in CI: one {@code RemotingSendRequestException} failed the whole run).
+     * under test lost (seen in CI: one {@code RemotingSendRequestException} failed the whole run; so did one name-server
+     * timeout while the client fetched the topic's route, which the client throws as an {@code IllegalStateException}).
      *
      * @throws Exception the last failure, after {@value AcknowledgedSends#MAX_SENDS_AGAIN} more sends
      */
@@ -114,6 +115,11 @@ final class RocketMqConsumerLabBroker implements ConsumerLabBroker {
                 failure = new IllegalStateException("send not stored: " + result);
             } catch (RemotingException | MQBrokerException | MQClientException e) {
                 failure = e;
+            } catch (IllegalStateException e) {
+                if (!(e.getCause() instanceof RemotingException)) {
+                    throw e;
+                }
+                failure = e; // the topic's route not fetched from the name server: nothing was sent
             }
             if (again == AcknowledgedSends.MAX_SENDS_AGAIN) {
                 throw failure;

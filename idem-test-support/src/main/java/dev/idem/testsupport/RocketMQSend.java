@@ -5,13 +5,16 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.remoting.exception.RemotingException;
 import org.apache.rocketmq.remoting.exception.RemotingSendRequestException;
 
 /**
  * A send to one queue, stored once. The client does not retry a send to a selected queue, and it fails one with
  * {@link RemotingSendRequestException} when the request could not be written because the channel closed meanwhile
  * (the client closes a broker channel on which any request, a heartbeat included, timed out: seen on a loaded
- * machine). Such a request never reached the broker, so it is sent again; every other failure is the caller's, since a
+ * machine); and before any request, it throws an {@link IllegalStateException} caused by a {@link RemotingException}
+ * when the name server did not answer its route lookup (seen in CI). Neither reached the broker, so the send is made
+ * again; every other failure is the caller's, since a
  * request that was written may have been stored, and a caller that counts copies must not add one.
  */
 public final class RocketMQSend {
@@ -28,7 +31,7 @@ public final class RocketMQSend {
                 () -> producer.send(message, (queues, msg, arg) -> queues.get((Integer) arg % queues.size()), queue));
     }
 
-    /** Runs {@code send} again while its request was never written; fails unless the broker answers SEND_OK. */
+    /** Runs {@code send} again while it never reached the broker; fails unless the broker answers SEND_OK. */
     static SendResult untilWritten(Callable<SendResult> send) throws Exception {
         for (int again = 0; ; again++) {
             try {
@@ -40,6 +43,10 @@ public final class RocketMQSend {
             } catch (RemotingSendRequestException notWritten) {
                 if (again == MAX_SENDS_AGAIN) {
                     throw notWritten;
+                }
+            } catch (IllegalStateException e) {
+                if (!(e.getCause() instanceof RemotingException) || again == MAX_SENDS_AGAIN) {
+                    throw e;
                 }
             }
         }

@@ -29,6 +29,34 @@ class RocketMQSendTest {
     }
 
     @Test
+    void aSendWhoseRouteLookupTimedOut_isSentAgain() throws Exception {
+        AtomicInteger sends = new AtomicInteger();
+
+        SendResult result = RocketMQSend.untilWritten(() -> {
+            if (sends.incrementAndGet() == 1) {
+                // what MQClientInstance.updateTopicRouteInfoFromNameServer throws when the name server does not answer
+                throw new IllegalStateException(new RemotingTimeoutException("127.0.0.1:23793", 2770));
+            }
+            return answered(SendStatus.SEND_OK);
+        });
+
+        assertThat(result.getSendStatus()).isEqualTo(SendStatus.SEND_OK);
+        assertThat(sends).hasValue(2);
+    }
+
+    @Test
+    void anIllegalStateOfAnotherCause_isNotSentAgain() {
+        AtomicInteger sends = new AtomicInteger();
+
+        assertThatThrownBy(() -> RocketMQSend.untilWritten(() -> {
+                    sends.incrementAndGet();
+                    throw new IllegalStateException("producer not started");
+                }))
+                .hasMessage("producer not started");
+        assertThat(sends).hasValue(1);
+    }
+
+    @Test
     void aRequestThatWasWritten_isNotSentAgain_itMayHaveBeenStored() {
         AtomicInteger sends = new AtomicInteger();
 

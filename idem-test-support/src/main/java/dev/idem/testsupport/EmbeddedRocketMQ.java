@@ -18,8 +18,10 @@ import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.namesrv.NamesrvConfig;
 import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.namesrv.NamesrvController;
+import org.apache.rocketmq.remoting.common.TlsMode;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
+import org.apache.rocketmq.remoting.netty.TlsSystemConfig;
 import org.apache.rocketmq.store.GetMessageResult;
 import org.apache.rocketmq.store.MessageStore;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
@@ -49,6 +51,9 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
     private EmbeddedRocketMQ(Path dir) throws Exception {
         this.dir = dir;
         System.setProperty("rocketmq.remoting.version", Integer.toString(MQVersion.CURRENT_VERSION));
+        // Plain TCP only: in the default mode ("permissive") every server of the name server and broker generates a
+        // self-signed RSA certificate as it starts, about 3 s of CPU in all, for a TLS no test uses.
+        TlsSystemConfig.tlsMode = TlsMode.DISABLED;
         int nameServerPort = FreePorts.any();
         NamesrvConfig namesrvConfig = new NamesrvConfig();
         namesrvConfig.setKvConfigPath(dir.resolve("kvConfig.json").toString());
@@ -71,6 +76,9 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         // A send may wait this long for the broker's send threads: the 200 ms default answers SYSTEM_BUSY (flow
         // control) to sends on a loaded test machine, which fails runs that prove nothing about the code under test.
         brokerConfig.setWaitTimeMillsInSendQueue(2000);
+        // The broker's transaction-metrics thread spins on a core until this interval has passed since its start (10 s
+        // by default): 10 s of a core at every start, a third of this machine's CPU for the first seconds of a test.
+        brokerConfig.setTransactionMetricFlushInterval(1000);
         NettyServerConfig brokerNetty = new NettyServerConfig();
         brokerNetty.setListenPort(port);
         brokerNetty.setBindAddress("127.0.0.1");
@@ -87,6 +95,8 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         storeConfig.setMappedFileSizeTimerLog(8 * 1024 * 1024);
         storeConfig.setHaListenPort(port + 1);
         storeConfig.setMessageDelayLevel(DELAY_LEVELS);
+        // Flushing the timer wheel (a week of slots) each second costs a sixth of a core for the broker's whole life.
+        storeConfig.setTimerFlushIntervalMs(30_000);
         proxy = TcpProxy.start(InetAddress.getByName(ADVERTISED_HOST), port, "127.0.0.1", port);
         broker = new BrokerController(brokerConfig, brokerNetty, new NettyClientConfig(), storeConfig);
         check(broker.initialize(), "broker");

@@ -14,8 +14,10 @@ import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.namesrv.NamesrvConfig;
 import org.apache.rocketmq.namesrv.NamesrvController;
+import org.apache.rocketmq.remoting.common.TlsMode;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
 import org.apache.rocketmq.remoting.netty.NettyServerConfig;
+import org.apache.rocketmq.remoting.netty.TlsSystemConfig;
 import org.apache.rocketmq.store.config.MessageStoreConfig;
 
 /**
@@ -30,6 +32,7 @@ final class InProcessRocketMQ {
 
     InProcessRocketMQ() throws Exception {
         System.setProperty("rocketmq.remoting.version", Integer.toString(MQVersion.CURRENT_VERSION));
+        TlsSystemConfig.tlsMode = TlsMode.DISABLED; // else each server generates an RSA certificate as it starts
         Path dir = Files.createTempDirectory("rocketmq-payments-test");
         Runtime.getRuntime().addShutdownHook(new Thread(() -> deleteRecursively(dir)));
         int nameServerPort = freePort();
@@ -52,6 +55,7 @@ final class InProcessRocketMQ {
         brokerConfig.setNamesrvAddr(nameServerAddress);
         brokerConfig.setBrokerIP1("127.0.0.1");
         brokerConfig.setListenPort(port);
+        brokerConfig.setTransactionMetricFlushInterval(1000); // its thread spins until this has passed since start
         NettyServerConfig brokerNetty = new NettyServerConfig();
         brokerNetty.setListenPort(port);
         brokerNetty.setBindAddress("127.0.0.1");
@@ -67,6 +71,7 @@ final class InProcessRocketMQ {
         storeConfig.setMaxIndexNum(40_000);
         storeConfig.setMappedFileSizeTimerLog(8 * 1024 * 1024);
         storeConfig.setHaListenPort(port + 1);
+        storeConfig.setTimerFlushIntervalMs(30_000); // flushing the timer wheel each second costs a sixth of a core
         broker = new BrokerController(brokerConfig, brokerNetty, new NettyClientConfig(), storeConfig);
         if (!broker.initialize()) {
             throw new IllegalStateException("the broker did not initialize");

@@ -77,7 +77,7 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
         // control) to sends on a loaded test machine, which fails runs that prove nothing about the code under test.
         brokerConfig.setWaitTimeMillsInSendQueue(2000);
         // The broker's transaction-metrics thread spins on a core until this interval has passed since its start (10 s
-        // by default): 10 s of a core at every start, a third of this machine's CPU for the first seconds of a test.
+        // by default): 10 s of a whole core at every start.
         brokerConfig.setTransactionMetricFlushInterval(1000);
         NettyServerConfig brokerNetty = new NettyServerConfig();
         brokerNetty.setListenPort(port);

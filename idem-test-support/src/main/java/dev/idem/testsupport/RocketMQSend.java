@@ -14,8 +14,8 @@ import org.apache.rocketmq.remoting.exception.RemotingSendRequestException;
  * (the client closes a broker channel on which any request, a heartbeat included, timed out: seen on a loaded
  * machine); and before any request, it throws an {@link IllegalStateException} caused by a {@link RemotingException}
  * when the name server did not answer its route lookup (seen in CI). Neither reached the broker, so the send is made
- * again; every other failure is the caller's, since a
- * request that was written may have been stored, and a caller that counts copies must not add one.
+ * again; every other failure is the caller's, since a request that was written may have been stored, and a caller
+ * that counts copies must not add one.
  */
 public final class RocketMQSend {
     static final int MAX_SENDS_AGAIN = 5;

@@ -2,6 +2,7 @@ package dev.idem.demo;
 
 import dev.idem.rocketmq.RocketMQProducers;
 import dev.idem.testsupport.EmbeddedRocketMQ;
+import dev.idem.testsupport.RocketMQSend;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
@@ -116,10 +117,10 @@ final class RocketMqConsumerLabBroker implements ConsumerLabBroker {
             } catch (RemotingException | MQBrokerException | MQClientException e) {
                 failure = e;
             } catch (IllegalStateException e) {
-                if (!(e.getCause() instanceof RemotingException)) {
+                if (!RocketMQSend.isRouteLookupFailure(e)) {
                     throw e;
                 }
-                failure = e; // the topic's route not fetched from the name server: nothing was sent
+                failure = e;
             }
             if (again == AcknowledgedSends.MAX_SENDS_AGAIN) {
                 throw failure;

@@ -40,15 +40,20 @@ public final class RocketMQSend {
                     throw new IllegalStateException("send not stored: " + result);
                 }
                 return result;
-            } catch (RemotingSendRequestException notWritten) {
-                if (again == MAX_SENDS_AGAIN) {
-                    throw notWritten;
-                }
-            } catch (IllegalStateException e) {
-                if (!(e.getCause() instanceof RemotingException) || again == MAX_SENDS_AGAIN) {
+            } catch (RemotingSendRequestException | IllegalStateException e) {
+                boolean neverSent = e instanceof RemotingSendRequestException || isRouteLookupFailure(e);
+                if (!neverSent || again == MAX_SENDS_AGAIN) {
                     throw e;
                 }
             }
         }
+    }
+
+    /**
+     * Whether {@code failure} is the client's route lookup that the name server did not answer: thrown before any
+     * request, so nothing was sent.
+     */
+    public static boolean isRouteLookupFailure(Exception failure) {
+        return failure instanceof IllegalStateException && failure.getCause() instanceof RemotingException;
     }
 }

@@ -78,8 +78,6 @@ class TwoStageLabTest {
                 EmbeddedKafka.shared().bootstrapServers(),
                 "--jdbc-url",
                 db.url(),
-                "--drain-timeout",
-                "90",
                 "--quiet",
                 "--out",
                 out.toString()));

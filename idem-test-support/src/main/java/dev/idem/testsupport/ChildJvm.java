@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.function.IntConsumer;
 
 /**
  * A consumer process for a kill -9 proof: a {@code main} class run in a JVM of its own on the test's classpath, its
@@ -32,6 +33,7 @@ public final class ChildJvm {
     private boolean signalled;
     private int signals;
     private volatile Runnable onSignal = () -> {};
+    private volatile boolean killed;
 
     private ChildJvm(Process process, String signal) {
         this.process = process;
@@ -126,8 +128,18 @@ public final class ChildJvm {
         PaymentBank.debit(c, account, amount, key);
     }
 
+    /** Runs {@code action} with the exit status once the process ends on its own, not by {@link #kill}. */
+    public void onExitOfItsOwn(IntConsumer action) {
+        process.onExit().thenAccept(p -> {
+            if (!killed) {
+                action.accept(p.exitValue());
+            }
+        });
+    }
+
     /** SIGKILL: no shutdown hook, no close, no commit, no ack, no lease handed back. */
     public void kill() {
+        killed = true;
         process.destroyForcibly();
         try {
             process.waitFor(10, TimeUnit.SECONDS);

@@ -12,12 +12,14 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Random;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.jspecify.annotations.Nullable;
 
 /**
  * The broker-neutral part of a kill -9 proof: consumer JVMs ({@link ChildJvm}) started as children, SIGKILLed at
- * random moments (half of the kills right while a debit's transaction is open) and restarted; a drain bounded by
+ * random moments (half of the kills right while a debit's transaction is open) and restarted, and started again, as a
+ * supervisor would, when one ends on its own (a start that failed under load, say); a drain bounded by
  * progress; the SQL verdict over a {@link PaymentBank} ledger. A broker's test keeps what is its own: how it publishes,
  * how its child consumer is started, and the broker's own "drained" check.
  */
@@ -35,6 +37,8 @@ public final class KillNineStorm implements AutoCloseable {
     private @Nullable ChildJvm signalled;
     private int kills;
     private int killsInTransaction;
+    private int exitsOfTheirOwn;
+    private boolean closed;
 
     private KillNineStorm(ConsumerStarter starter) {
         this.starter = starter;
@@ -44,8 +48,10 @@ public final class KillNineStorm implements AutoCloseable {
     public static KillNineStorm start(int consumers, ConsumerStarter starter) throws Exception {
         KillNineStorm storm = new KillNineStorm(starter);
         try {
-            for (int i = 0; i < consumers; i++) {
-                storm.children.add(storm.watched(starter.start()));
+            synchronized (storm.children) {
+                for (int i = 0; i < consumers; i++) {
+                    storm.children.add(storm.watched(starter.start()));
+                }
             }
         } catch (Exception e) {
             storm.close();
@@ -73,14 +79,17 @@ public final class KillNineStorm implements AutoCloseable {
                 await().pollDelay(Duration.ofMillis(300 + random.nextInt((int) maxCalm.toMillis())))
                         .until(() -> true);
             }
-            if (child == null) {
-                child = children.get(random.nextInt(children.size()));
+            synchronized (children) {
+                int victim = child == null ? random.nextInt(children.size()) : children.indexOf(child);
+                if (victim < 0) { // it ended on its own meanwhile and was replaced
+                    victim = random.nextInt(children.size());
+                }
+                child = children.get(victim);
+                child.kill();
+                System.out.printf("kill -9: child %d killed after %d transactions%n", victim, child.signals());
+                kills++;
+                children.set(victim, watched(starter.start()));
             }
-            int victim = children.indexOf(child);
-            child.kill();
-            System.out.printf("kill -9: child %d killed after %d transactions%n", victim, child.signals());
-            kills++;
-            children.set(victim, watched(starter.start()));
         }
     }
 
@@ -91,7 +100,25 @@ public final class KillNineStorm implements AutoCloseable {
                 signals.notifyAll();
             }
         });
+        child.onExitOfItsOwn(status -> CompletableFuture.runAsync(
+                () -> startAgain(child, status), CompletableFuture.delayedExecutor(500, TimeUnit.MILLISECONDS)));
         return child;
+    }
+
+    private void startAgain(ChildJvm ended, int status) {
+        synchronized (children) {
+            int slot = children.indexOf(ended);
+            if (closed || slot < 0) {
+                return;
+            }
+            System.out.printf("kill -9: child %d ended on its own (exit status %d), started again%n", slot, status);
+            exitsOfTheirOwn++;
+            try {
+                children.set(slot, watched(starter.start()));
+            } catch (Exception e) {
+                System.out.printf("kill -9: child %d could not be started again: %s%n", slot, e);
+            }
+        }
     }
 
     /** The first child to open a debit's transaction within {@code timeout}, or null. */
@@ -99,7 +126,7 @@ public final class KillNineStorm implements AutoCloseable {
         long deadline = System.nanoTime() + timeout.toNanos();
         synchronized (signals) {
             signalled = null;
-            while (signalled == null || !children.contains(signalled)) {
+            while (signalled == null || !isRunning(signalled)) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {
                     return null;
@@ -110,12 +137,25 @@ public final class KillNineStorm implements AutoCloseable {
         }
     }
 
+    private boolean isRunning(ChildJvm child) {
+        synchronized (children) {
+            return children.contains(child);
+        }
+    }
+
     public int kills() {
         return kills;
     }
 
     public int killsInTransaction() {
         return killsInTransaction;
+    }
+
+    /** Children that ended without being killed, each started again. */
+    public int exitsOfTheirOwn() {
+        synchronized (children) {
+            return exitsOfTheirOwn;
+        }
     }
 
     /**
@@ -163,8 +203,8 @@ public final class KillNineStorm implements AutoCloseable {
     /** The summary line of a run. */
     public void report(String broker, long payments) {
         System.out.printf(
-                "kill -9 (%s): %d payments, %d kills (%d inside a transaction)%n",
-                broker, payments, kills, killsInTransaction);
+                "kill -9 (%s): %d payments, %d kills (%d inside a transaction), %d ended on their own%n",
+                broker, payments, kills, killsInTransaction, exitsOfTheirOwn());
     }
 
     private static String loadAverage() {
@@ -178,6 +218,9 @@ public final class KillNineStorm implements AutoCloseable {
     /** SIGKILLs every child still alive. */
     @Override
     public void close() {
-        children.forEach(ChildJvm::kill);
+        synchronized (children) {
+            closed = true;
+            children.forEach(ChildJvm::kill);
+        }
     }
 }

@@ -71,7 +71,7 @@ class TwoStageLabTest {
                 "--flow",
                 "two-stage",
                 "--orders",
-                "120",
+                "80",
                 "--customers",
                 "12",
                 "--kafka-bootstrap",

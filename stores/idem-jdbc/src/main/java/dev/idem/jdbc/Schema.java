@@ -206,6 +206,9 @@ public final class Schema {
         }
     }
 
+    /** H2's error code (not its SQL state) for a general error. */
+    private static final int H2_GENERAL_ERROR = 50000;
+
     /**
      * A unique violation in the catalog, or an object that already exists (H2 says so in a general error): a concurrent
      * creation won the race.
@@ -216,6 +219,7 @@ public final class Schema {
                 || "42P07".equals(state)
                 || "42710".equals(state)
                 || "42S01".equals(state)
-                || ("50000".equals(state) && String.valueOf(e.getMessage()).contains("already exists"));
+                || (e.getErrorCode() == H2_GENERAL_ERROR
+                        && String.valueOf(e.getMessage()).contains("already exists"));
     }
 }

@@ -21,8 +21,6 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.parallel.Execution;
-import org.junit.jupiter.api.parallel.ExecutionMode;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -31,10 +29,7 @@ import org.junit.jupiter.params.provider.ValueSource;
  * + the runner on PostgreSQL), SIGKILLed at random moments (a share of them while a debit's transaction is open) and
  * restarted, while a producer sends payments, sends some of them to a second partition at the same instant, and
  * resends others seconds later. Then the SQL verdict: no payment debited twice, none lost, nothing dead-lettered.
- * The two group protocols' runs go at the same time (each has its own topic, group, account and inbox namespace):
- * one after the other, they were the last two minutes of the module, on the suite's critical path.
  */
-@Execution(ExecutionMode.CONCURRENT)
 class KillNineTest {
     private static final int PAYMENTS = 500;
     private static final int KILLS = 8;

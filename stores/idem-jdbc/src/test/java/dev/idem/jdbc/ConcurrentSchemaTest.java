@@ -22,8 +22,8 @@ import org.junit.jupiter.params.provider.MethodSource;
 /**
  * Several consumers starting at the same moment on a fresh database, each with {@code createTableIfMissing(true)}:
  * {@code CREATE … IF NOT EXISTS} does not serialize them, and the losers failed (PostgreSQL: a unique violation in the
- * catalog; H2: "object already exists", eight times in a row once its database-clock contract ran three cases at a
- * time), reported as the store unavailable. Every one must start.
+ * catalog; H2: "object already exists", which the retry did not recognise, found when its database-clock contract
+ * ran three cases at a time), reported as the store unavailable. Every one must start.
  */
 class ConcurrentSchemaTest {
     private static final int STARTING = 6;

@@ -33,7 +33,6 @@ public final class ChildJvm {
     private boolean signalled;
     private int signals;
     private volatile Runnable onSignal = () -> {};
-    private volatile boolean killed;
 
     private ChildJvm(Process process, String signal) {
         this.process = process;
@@ -128,18 +127,13 @@ public final class ChildJvm {
         PaymentBank.debit(c, account, amount, key);
     }
 
-    /** Runs {@code action} with the exit status once the process ends on its own, not by {@link #kill}. */
-    public void onExitOfItsOwn(IntConsumer action) {
-        process.onExit().thenAccept(p -> {
-            if (!killed) {
-                action.accept(p.exitValue());
-            }
-        });
+    /** Runs {@code action} with the exit status once the process ends, killed or not. */
+    public void onExit(IntConsumer action) {
+        process.onExit().thenAccept(p -> action.accept(p.exitValue()));
     }
 
     /** SIGKILL: no shutdown hook, no close, no commit, no ack, no lease handed back. */
     public void kill() {
-        killed = true;
         process.destroyForcibly();
         try {
             process.waitFor(10, TimeUnit.SECONDS);

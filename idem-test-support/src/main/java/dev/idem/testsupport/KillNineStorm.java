@@ -30,6 +30,9 @@ public final class KillNineStorm implements AutoCloseable {
         ChildJvm start() throws Exception;
     }
 
+    /** How long a child that ended on its own stays down before it is started again. */
+    static final Duration RESTART_PAUSE = Duration.ofMillis(500);
+
     private final ConsumerStarter starter;
     private final List<ChildJvm> children = new ArrayList<>();
     private final Random random = new Random();
@@ -100,11 +103,16 @@ public final class KillNineStorm implements AutoCloseable {
                 signals.notifyAll();
             }
         });
-        child.onExitOfItsOwn(status -> CompletableFuture.runAsync(
-                () -> startAgain(child, status), CompletableFuture.delayedExecutor(500, TimeUnit.MILLISECONDS)));
+        child.onExit(status -> CompletableFuture.runAsync(
+                () -> startAgain(child, status),
+                CompletableFuture.delayedExecutor(RESTART_PAUSE.toMillis(), TimeUnit.MILLISECONDS)));
         return child;
     }
 
+    /**
+     * Starts again a child that ended on its own. One that was killed is not in the list any more (the strike
+     * replaced it, under the same lock, before this pause was over), nor is any once the storm is closed.
+     */
     private void startAgain(ChildJvm ended, int status) {
         synchronized (children) {
             int slot = children.indexOf(ended);

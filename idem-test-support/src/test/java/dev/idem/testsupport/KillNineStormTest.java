@@ -30,7 +30,8 @@ class KillNineStormTest {
             assertThat(marker).exists();
 
             storm.strike(1, Duration.ofMillis(1), Duration.ofMillis(1));
-            Thread.sleep(1500);
+            // Where the killed child's end would have been acted on: its pause, and as long again to act.
+            Thread.sleep(KillNineStorm.RESTART_PAUSE.multipliedBy(3).toMillis());
             assertThat(starts)
                     .as("the killed child, started by the strike only")
                     .hasValue(3);

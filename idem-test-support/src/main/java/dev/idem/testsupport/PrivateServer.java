@@ -351,16 +351,16 @@ public abstract sealed class PrivateServer implements AutoCloseable
         }
     }
 
-    /** An error saying {@code what} went wrong, with the last lines of every log in the directory. */
+    /** An error saying {@code what} went wrong, with the error lines and the last lines of every log in the directory. */
     final IllegalStateException failure(String what) {
         StringBuilder message = new StringBuilder(this + ": " + what);
         try (Stream<Path> logs = Files.list(directory)) {
             logs.filter(f -> f.getFileName().toString().endsWith(".log"))
                     .sorted()
-                    .forEach(log -> message.append("\n--- last lines of ")
+                    .forEach(log -> message.append("\n--- ")
                             .append(log)
-                            .append(":\n")
-                            .append(tail(log)));
+                            .append(", its error lines and its last lines:\n")
+                            .append(excerpt(log)));
         } catch (IOException | UncheckedIOException e) {
             message.append(" (logs unreadable: ").append(e.getMessage()).append(")");
         }
@@ -397,10 +397,21 @@ public abstract sealed class PrivateServer implements AutoCloseable
         return "root".equals(System.getProperty("user.name"));
     }
 
-    private static String tail(Path log) {
+    /** The lines before the last 15 that mention an error (a tool's advice can fill the tail), then the last 15. */
+    static String excerpt(Path log) {
         try {
             List<String> lines = Files.readAllLines(log, StandardCharsets.UTF_8);
-            return String.join("\n", lines.subList(Math.max(0, lines.size() - 15), lines.size()));
+            int tail = Math.max(0, lines.size() - 15);
+            List<String> excerpt = new ArrayList<>();
+            lines.subList(0, tail).stream()
+                    .filter(l -> l.contains("ERROR") || l.contains("FATAL"))
+                    .limit(10)
+                    .forEach(excerpt::add);
+            if (!excerpt.isEmpty()) {
+                excerpt.add("...");
+            }
+            excerpt.addAll(lines.subList(tail, lines.size()));
+            return String.join("\n", excerpt);
         } catch (IOException | UncheckedIOException e) {
             return "(unreadable: " + e.getMessage() + ")";
         }

@@ -16,6 +16,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -74,6 +75,35 @@ class PrivateServerTest {
         assertThatThrownBy(server::start)
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining("closed");
+    }
+
+    @Test
+    void mariadb_keepsItsTemporaryFiles_inItsOwnDirectory_soThatInstallsAtOnceDoNotAbort() throws Exception {
+        try (PrivateServer mariadb = PrivateServer.mariadb();
+                Connection c = DriverManager.getConnection(mariadb.url());
+                ResultSet rs = c.createStatement().executeQuery("SELECT @@tmpdir")) {
+            rs.next();
+            assertThat(Path.of(rs.getString(1))).startsWith(mariadb.directory());
+        }
+    }
+
+    @Test
+    void aFailedStart_reportsTheLogsErrorLines_evenWhenAdviceFillsTheTail() throws IOException {
+        Path log = Files.createTempFile("install", ".log");
+        try {
+            List<String> lines = new ArrayList<>(List.of("Installing system tables", "ERROR: 1051  Unknown table"));
+            for (int i = 0; i < 20; i++) {
+                lines.add("advice " + i);
+            }
+            Files.write(log, lines);
+
+            assertThat(PrivateServer.excerpt(log).lines())
+                    .startsWith("ERROR: 1051  Unknown table", "...", "advice 5")
+                    .endsWith("advice 19")
+                    .hasSize(17);
+        } finally {
+            Files.delete(log);
+        }
     }
 
     @Test

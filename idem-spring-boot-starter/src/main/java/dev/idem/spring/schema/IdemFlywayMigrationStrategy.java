@@ -9,8 +9,8 @@ import org.springframework.boot.flyway.autoconfigure.FlywayMigrationStrategy;
 
 /**
  * Spring Boot's Flyway migration, on a schema that already has tables but no Flyway history too (Flyway then refuses
- * to migrate: the schema was made by other means). When Idem's migration is the only one the application has, there
- * is nothing of the application's a baseline could skip: the schema is baselined and Idem's table created. Otherwise
+ * to migrate: the schema was made by other means). When Idem's migrations (the inbox's, the outbox's) are the only
+ * ones the application has, there is nothing of the application's a baseline could skip: the schema is baselined and Idem's table created. Otherwise
  * the start fails naming the two properties that baseline it at the version the schema already has.
  */
 final class IdemFlywayMigrationStrategy implements FlywayMigrationStrategy {
@@ -42,9 +42,19 @@ final class IdemFlywayMigrationStrategy implements FlywayMigrationStrategy {
     }
 
     private static boolean onlyIdemMigrations(Flyway flyway) {
-        MigrationInfo[] migrations = flyway.info().all();
-        return Arrays.stream(migrations)
-                .allMatch(m -> m.getVersion() == null
-                        && IdemFlywayMigration.class.getName().equals(m.getScript()));
+        ClassLoader loader = flyway.getConfiguration().getClassLoader();
+        return Arrays.stream(flyway.info().all()).allMatch(m -> isIdemMigration(m, loader));
+    }
+
+    /** The inbox's and the outbox's tables: Java migrations of Idem's {@link RepeatableDdlMigration}. */
+    private static boolean isIdemMigration(MigrationInfo migration, ClassLoader loader) {
+        if (migration.getVersion() != null) {
+            return false;
+        }
+        try {
+            return RepeatableDdlMigration.class.isAssignableFrom(Class.forName(migration.getScript(), false, loader));
+        } catch (ClassNotFoundException | LinkageError notAClass) {
+            return false;
+        }
     }
 }

@@ -6,6 +6,7 @@ import dev.idem.ConfigurationException;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
+import dev.idem.spring.outbox.IdemOutboxFlywayMigration;
 import dev.idem.testsupport.TestDatabase;
 import java.util.List;
 import javax.sql.DataSource;
@@ -56,6 +57,23 @@ class FlywayExistingSchemaTest {
                         assertThat(context).hasNotFailed();
                         assertThat(history(db)).containsExactly("BASELINE:1", "JDBC:R");
                         assertInboxWorks(db);
+                    });
+        }
+    }
+
+    @Test
+    void nonEmptySchemaWithoutHistory_andNoMigrationsOfItsOwn_withTheOutboxToo_startsWithBothIdemTables() {
+        try (TestDatabase db = existingSchema("flyway_idemoutbox")) {
+            runner.withBean(DataSource.class, db::dataSource)
+                    .withBean(IdemOutboxFlywayMigration.class, () -> new IdemOutboxFlywayMigration("idem_outbox"))
+                    .withPropertyValues("spring.flyway.locations=classpath:dev/idem/spring/schema/none")
+                    .run(context -> {
+                        assertThat(context).hasNotFailed();
+                        assertThat(history(db)).containsExactly("BASELINE:1", "JDBC:R", "JDBC:R");
+                        assertInboxWorks(db);
+                        assertThat(new JdbcTemplate(db.dataSource())
+                                        .queryForObject("SELECT COUNT(*) FROM idem_outbox", Long.class))
+                                .isZero();
                     });
         }
     }

@@ -10,8 +10,9 @@ import org.springframework.boot.flyway.autoconfigure.FlywayMigrationStrategy;
 /**
  * Spring Boot's Flyway migration, on a schema that already has tables but no Flyway history too (Flyway then refuses
  * to migrate: the schema was made by other means). When Idem's migrations (the inbox's, the outbox's) are the only
- * ones the application has, there is nothing of the application's a baseline could skip: the schema is baselined and Idem's table created. Otherwise
- * the start fails naming the two properties that baseline it at the version the schema already has.
+ * ones the application has, there is nothing of the application's a baseline could skip: the schema is baselined and
+ * Idem's tables created. Otherwise the start fails naming the two properties that baseline it at the version the schema
+ * already has.
  */
 final class IdemFlywayMigrationStrategy implements FlywayMigrationStrategy {
     /** The words of Flyway's refusal (it has no exception type of its own). */

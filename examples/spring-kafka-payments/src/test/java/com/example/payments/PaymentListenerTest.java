@@ -2,6 +2,7 @@ package com.example.payments;
 
 import static org.awaitility.Awaitility.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.Map;
@@ -80,6 +81,10 @@ class PaymentListenerTest {
                 100000 - debited,
                 jdbc.queryForObject("SELECT balance_cents FROM account WHERE id = 'alice'", Long.class));
         assertEquals(2, endOffsets("payments-dlt").values().stream().mapToLong(Long::longValue).sum());
+        // The marks' namespace is the consumer group, through idem.namespace=${spring.kafka.consumer.group-id}.
+        assertEquals(
+                0, jdbc.queryForObject("SELECT count(*) FROM idem_keys WHERE id NOT LIKE 'payments:%'", Long.class));
+        assertTrue(jdbc.queryForObject("SELECT count(*) FROM idem_keys", Long.class) >= PAYMENTS);
         listeners.stop(); // before the broker and the database go
     }
 

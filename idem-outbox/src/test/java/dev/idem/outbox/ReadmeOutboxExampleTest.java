@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import dev.idem.Delivery;
+import dev.idem.Fingerprint;
 import dev.idem.Outcome;
 import dev.idem.jdbc.JdbcInbox;
 import dev.idem.kafka.IdempotentKafkaConsumer;
@@ -55,13 +56,13 @@ class ReadmeOutboxExampleTest {
             String group = ordersTopic;
 
             // readme:outbox-consumer begin
-            JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace(group).build();
+            JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace(group).build(); // namespace: the consumer group
             Outbox outbox = Outbox.builder().build(); // its table: docs/outbox.md (Table), or the starter's migrations
             var consumer = IdempotentKafkaConsumer.builder(
                             Map.of("bootstrap.servers", bootstrap, "group.id", group, "auto.offset.reset", "earliest"))
                     .topics(ordersTopic)
                     .keyFrom(KeyExtractor.header(KafkaProducers.KEY_HEADER))
-                    .handler((key, order) -> inbox.handle(Delivery.of(key), c -> {
+                    .handler((key, order) -> inbox.handle(Delivery.of(key, Fingerprint.of(order.value())), c -> {
                         pay(c, order.key(), order.value()); // the payment, on the inbox's connection
                         var paid = OutboxMessage.to(completedTopic)
                                 .key(order.key())

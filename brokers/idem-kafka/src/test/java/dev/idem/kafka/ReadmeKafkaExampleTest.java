@@ -132,7 +132,7 @@ class ReadmeKafkaExampleTest {
             HikariDataSource dataSource = new HikariDataSource(); // a pool: else a connection per record, half speed
             dataSource.setJdbcUrl(jdbcUrl); // e.g. jdbc:postgresql://127.0.0.1:5432/payments?user=app
             dataSource.setMaximumPoolSize(4); // one connection per worker (workers(4) below)
-            JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace(group).build(); // the marks live with your data
+            JdbcInbox inbox = JdbcInbox.builder(dataSource).namespace(group).build(); // namespace: the consumer group
             var consumer = IdempotentKafkaConsumer.builder(
                             Map.of("bootstrap.servers", bootstrap, "group.id", group, "auto.offset.reset", "earliest"))
                     .topics(paymentsTopic) // dead letters go to <topic>-dlt, checked at start()

@@ -22,6 +22,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.Producer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -115,20 +116,23 @@ final class TwoStageFlow {
 
     /**
      * Sends the orders (every 9th twice, as an application resend), 25 ms apart, keyed by customer with the order id
-     * as the idempotency key; {@code afterEachOrder} runs after each order is handed to the producer. Returns once
-     * every order is acknowledged; how many copies were sent again after the producer reported a failed send.
+     * as the idempotency key; {@code afterEachOrder} runs after each order is acknowledged. Each copy is acknowledged
+     * before the next is sent, a failed one sent again at once: sent again later, it would land behind its customer's
+     * later orders and the run would count the flow's shipments out of order. Returns how many copies were sent again.
      */
-    int send(Kafka kafka, List<String> orders, Runnable afterEachOrder) throws Exception {
+    int send(Producer<String, String> producer, List<String> orders, Runnable afterEachOrder) throws Exception {
+        int sentAgain = 0;
         for (int i = 0; i < orders.size(); i++) {
             String[] order = orders.get(i).split(":");
             for (int copy = 0; copy < (i % 9 == 0 ? 2 : 1); copy++) {
-                kafka.orders.send(
+                sentAgain += AcknowledgedSends.sendUntilAcknowledged(
+                        producer,
                         KafkaProducers.withKey(new ProducerRecord<>(ordersTopic, order[1], orders.get(i)), order[0]));
             }
             afterEachOrder.run();
             LockSupport.parkNanos(ORDER_PAUSE_NANOS);
         }
-        return kafka.orders.flush();
+        return sentAgain;
     }
 
     /** Every order shipped, every event sent, and the counts unchanged for {@code --settle} seconds. */
@@ -162,8 +166,7 @@ final class TwoStageFlow {
         private final @Nullable EmbeddedKafka embedded;
         final String bootstrap;
         private final Admin admin;
-        private final KafkaProducer<String, String> producer;
-        final AcknowledgedSends<String, String> orders;
+        final KafkaProducer<String, String> producer;
 
         Kafka(@Nullable String external) {
             this.embedded = external == null ? EmbeddedKafka.start(false, Map.of()) : null;
@@ -173,7 +176,6 @@ final class TwoStageFlow {
             settings.put("bootstrap.servers", bootstrap);
             settings.putAll(AcknowledgedSends.SETTINGS);
             this.producer = new KafkaProducer<>(settings, new StringSerializer(), new StringSerializer());
-            this.orders = new AcknowledgedSends<>(producer);
         }
 
         /** Each topic and its {@code -dlt} (where the consumers dead-letter), 4 partitions each. */

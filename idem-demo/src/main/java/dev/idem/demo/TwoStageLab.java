@@ -108,7 +108,7 @@ final class TwoStageLab {
                         + ")");
                 long sendStart = System.nanoTime();
                 TwoStageFaults faults = new TwoStageFaults(options.kills(), options.seed(), services);
-                int sentAgain = flow.send(kafka, orders, faults::afterOrder);
+                int sentAgain = flow.send(kafka.producer, orders, faults::afterOrder);
                 if (sentAgain > 0) {
                     log.add("resend", sentAgain + " orders sent again: the producer reported their sends failed");
                 }

@@ -31,7 +31,7 @@ public final class PaymentConsumer {
             String bootstrapServers, String topic, String group, DataSource pool) {
         JdbcInbox inbox = JdbcInbox.builder(pool)
                 .namespace(group) // the consumer group: another group's marks never answer for this one
-                .createTableIfMissing(true) // or create idem_inbox with your migrations (docs/jdbc.md)
+                .createTableIfMissing(true) // or create idem_keys with your migrations (docs/jdbc.md)
                 .build();
         return IdempotentKafkaConsumer.builder(Map.of(
                         "bootstrap.servers", bootstrapServers,

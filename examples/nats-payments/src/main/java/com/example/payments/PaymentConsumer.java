@@ -38,7 +38,7 @@ public final class PaymentConsumer {
             Connection nats, String stream, String durable, String deadLetters, DataSource pool) throws IOException {
         JdbcInbox inbox = JdbcInbox.builder(pool)
                 .namespace(durable) // the durable consumer: JetStream's equivalent of a consumer group
-                .createTableIfMissing(true) // or create idem_inbox with your migrations (docs/jdbc.md)
+                .createTableIfMissing(true) // or create idem_keys with your migrations (docs/jdbc.md)
                 .build();
         return IdempotentNatsConsumer.builder(nats)
                 .consumer(stream, durable)

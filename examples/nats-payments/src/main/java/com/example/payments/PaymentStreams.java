@@ -8,7 +8,7 @@ import io.nats.client.api.StreamConfiguration;
 import java.io.IOException;
 import java.time.Duration;
 
-/** The payments stream, its dead-letter stream and the durable pull consumer, created when missing. */
+/** The payments stream, its dead-letter stream and the durable pull consumer, created or updated to these settings. */
 public final class PaymentStreams {
     private PaymentStreams() {}
 

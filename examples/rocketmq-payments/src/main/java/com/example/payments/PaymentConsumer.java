@@ -36,7 +36,7 @@ public final class PaymentConsumer {
             throws MQClientException {
         JdbcInbox inbox = JdbcInbox.builder(pool)
                 .namespace(group) // the consumer group: another group's marks never answer for this one
-                .createTableIfMissing(true) // or create idem_inbox with your migrations (docs/jdbc.md)
+                .createTableIfMissing(true) // or create idem_keys with your migrations (docs/jdbc.md)
                 .build();
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
         consumer.setNamesrvAddr(nameServer);

@@ -31,7 +31,8 @@ final class IdemFlywayMigrationStrategy implements FlywayMigrationStrategy {
                         "the database schema already has tables but no Flyway history, and the application has"
                                 + " migrations of its own: set spring.flyway.baseline-on-migrate=true and"
                                 + " spring.flyway.baseline-version=<the last version of your migrations that the schema"
-                                + " already has> (docs/spring-boot.md, The table)",
+                                + " already has; 0 when it has none of them, as when its tables are another"
+                                + " application's> (docs/spring-boot.md, The table)",
                         refused);
             }
             Flyway.configure(flyway.getConfiguration().getClassLoader())

@@ -91,6 +91,21 @@ class FlywayExistingSchemaTest {
         }
     }
 
+    @Test
+    void schemaWithOthersTablesOnly_withBaselineVersionZero_runsEveryMigrationOfTheApplications_andIdems() {
+        try (TestDatabase db = TestDatabase.postgres("flyway_baseline0")) {
+            db.execute("CREATE TABLE idem_keys_of_another_service (id VARCHAR(64) PRIMARY KEY)");
+            runner.withBean(DataSource.class, db::dataSource)
+                    .withPropertyValues("spring.flyway.baseline-on-migrate=true", "spring.flyway.baseline-version=0")
+                    .run(context -> {
+                        assertThat(context).hasNotFailed();
+                        assertThat(history(db)).containsExactly("BASELINE:0", "SQL:1", "JDBC:R");
+                        db.execute("INSERT INTO account VALUES ('alice', 100)"); // V1 ran
+                        assertInboxWorks(db);
+                    });
+        }
+    }
+
     /** The Flyway history: type and version (R for the repeatable Idem migration) of each row, in order. */
     private static List<String> history(TestDatabase db) {
         return new JdbcTemplate(db.dataSource())

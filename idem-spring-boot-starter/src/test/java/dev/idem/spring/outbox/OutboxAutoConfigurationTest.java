@@ -129,8 +129,13 @@ class OutboxAutoConfigurationTest {
             context.getBean(Broker.class).refuse = true;
             context.getBean(Payments.class).pay("order-3");
             MeterRegistry registry = context.getBean(MeterRegistry.class);
+            OutboxRelay relay = context.getBean(OutboxRelay.class);
             await().atMost(Duration.ofSeconds(30))
-                    .until(() -> registry.get("idem.outbox.unsent").gauge().value() >= 1);
+                    .untilAsserted(() -> assertThat(
+                                    registry.get("idem.outbox.unsent").gauge().value())
+                            .as(() -> "the gauge (NaN: reading the stats failed); the relay's own stats: "
+                                    + statsOf(relay))
+                            .isGreaterThanOrEqualTo(1));
             var health = context.getBean(OutboxHealthIndicator.class).health();
             assertThat(health.getStatus()).isEqualTo(Status.UP);
             assertThat(health.getDetails()).containsKeys("unsent", "parked", "oldestUnsentAge");
@@ -145,6 +150,14 @@ class OutboxAutoConfigurationTest {
             await().atMost(Duration.ofSeconds(60))
                     .until(() -> context.getBean(OutboxRelay.class).stats().unsent() == 0);
         });
+    }
+
+    private static String statsOf(OutboxRelay relay) {
+        try {
+            return relay.stats().toString();
+        } catch (RuntimeException e) {
+            return "unreadable: " + e;
+        }
     }
 
     @Configuration(proxyBeanMethods = false)

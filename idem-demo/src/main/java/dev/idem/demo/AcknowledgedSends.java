@@ -40,7 +40,10 @@ final class AcknowledgedSends<K, V> {
         this.producer = Objects.requireNonNull(producer, "producer");
     }
 
-    /** Hands {@code record} to the producer; a failure is sent again by the next {@link #flush}. */
+    /**
+     * Hands {@code record} to the producer; a failure is sent again by the next {@link #flush}, so behind the records
+     * sent after it: where a key's order matters, {@link #sendUntilAcknowledged} each record instead.
+     */
     void send(ProducerRecord<K, V> record) {
         producer.send(record, (metadata, e) -> {
             if (e != null) {

@@ -126,10 +126,11 @@ class OutboxAutoConfigurationTest {
             assertThat(context).hasSingleBean(SpringOutbox.class);
         });
         runner.run(context -> {
-            context.getBean(Broker.class).refuse = true;
-            context.getBean(Payments.class).pay("order-3");
-            MeterRegistry registry = context.getBean(MeterRegistry.class);
+            Broker broker = context.getBean(Broker.class);
             OutboxRelay relay = context.getBean(OutboxRelay.class);
+            MeterRegistry registry = context.getBean(MeterRegistry.class);
+            broker.refuse = true;
+            context.getBean(Payments.class).pay("order-3");
             await().atMost(Duration.ofSeconds(30))
                     .untilAsserted(() -> assertThat(
                                     registry.get("idem.outbox.unsent").gauge().value())
@@ -146,9 +147,8 @@ class OutboxAutoConfigurationTest {
                     .isZero();
             assertThat(registry.get("idem.outbox.oldest.unsent.age").gauge().value())
                     .isGreaterThanOrEqualTo(0);
-            context.getBean(Broker.class).refuse = false;
-            await().atMost(Duration.ofSeconds(60))
-                    .until(() -> context.getBean(OutboxRelay.class).stats().unsent() == 0);
+            broker.refuse = false;
+            await().atMost(Duration.ofSeconds(60)).until(() -> relay.stats().unsent() == 0);
         });
     }
 

@@ -51,6 +51,8 @@ public final class OutboxMeters {
                 })
                 .description(description)
                 .tag("table", table)
+                // The cache has no other owner: held weakly, the first collection turns every gauge to NaN.
+                .strongReference(true)
                 .register(registry);
     }
 }

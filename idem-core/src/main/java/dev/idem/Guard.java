@@ -3,6 +3,7 @@ package dev.idem;
 import dev.idem.IdempotencyEvent.GuardKind;
 import dev.idem.internal.LeaseWatchdog;
 import dev.idem.internal.SafeListener;
+import dev.idem.internal.Timestamps;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.Completion;
@@ -194,7 +195,7 @@ public final class Guard implements AutoCloseable {
             if (mismatch(delivery.fingerprint(), done.fingerprint())) {
                 return keyReused(key);
             }
-            return Outcome.duplicate("already processed at " + done.completedAt(), done.result());
+            return Outcome.duplicate("already processed at " + Timestamps.iso(done.completedAt()), done.result());
         }
         ClaimResult.InProgress busy = (ClaimResult.InProgress) claim;
         return mismatch(delivery.fingerprint(), busy.fingerprint()) ? keyReused(key) : inProgress(busy);
@@ -202,7 +203,7 @@ public final class Guard implements AutoCloseable {
 
     private Outcome inProgress(ClaimResult.InProgress busy) {
         return Outcome.inProgress(
-                "in progress by another consumer until " + busy.leaseUntil() + " (store clock)", lease);
+                "in progress by another consumer until " + Timestamps.iso(busy.leaseUntil()) + " (store clock)", lease);
     }
 
     /**

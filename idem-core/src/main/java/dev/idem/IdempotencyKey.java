@@ -2,7 +2,6 @@ package dev.idem;
 
 import dev.idem.internal.Sha256;
 import java.nio.charset.StandardCharsets;
-import java.util.regex.Pattern;
 
 /**
  * A namespaced idempotency key: the identity of one logical message for one handler.
@@ -33,7 +32,6 @@ public record IdempotencyKey(String namespace, String key) {
     public static final int MAX_STORAGE_ID_LENGTH = MAX_NAMESPACE_LENGTH + 1 + MAX_STORED_KEY_BYTES;
 
     private static final String HASH_PREFIX = "sha256:";
-    private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
 
     public IdempotencyKey {
         validateNamespace(namespace);
@@ -46,12 +44,27 @@ public record IdempotencyKey(String namespace, String key) {
 
     /** Checks a namespace, throwing {@link ConfigurationException} with the fix when it is not valid. */
     public static String validateNamespace(String namespace) {
-        if (namespace == null || !NAMESPACE.matcher(namespace).matches()) {
+        if (!isValidNamespace(namespace)) {
             throw new ConfigurationException("namespace '" + namespace + "' is not valid: use 1 to "
                     + MAX_NAMESPACE_LENGTH
                     + " characters of [A-Za-z0-9._-] starting with a letter or digit, e.g. 'payments-consumer'");
         }
         return namespace;
+    }
+
+    /** {@code [A-Za-z0-9][A-Za-z0-9._-]{0,63}}, checked on every key: without a regular expression. */
+    private static boolean isValidNamespace(String namespace) {
+        if (namespace == null || namespace.isEmpty() || namespace.length() > MAX_NAMESPACE_LENGTH) {
+            return false;
+        }
+        for (int i = 0; i < namespace.length(); i++) {
+            char c = namespace.charAt(i);
+            boolean alphanumeric = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9';
+            if (!alphanumeric && (i == 0 || c != '.' && c != '_' && c != '-')) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static void validateKey(String namespace, String key) {

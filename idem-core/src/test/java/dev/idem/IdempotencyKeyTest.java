@@ -85,11 +85,37 @@ class IdempotencyKeyTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"", "has space", "with:colon", "-leading-dash", "ü"})
+    @ValueSource(
+            strings = {
+                "",
+                "has space",
+                "with:colon",
+                "-leading-dash",
+                ".leading-dot",
+                "_leading-underscore",
+                "ü",
+                "a/b",
+                "tab\there",
+                "a\u0660",
+                "x1234567890123456789012345678901234567890123456789012345678901234"
+            })
     void badNamespace_isAConfigurationError_withTheFix(String namespace) {
         assertThatThrownBy(() -> IdempotencyKey.of(namespace, "k"))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("[A-Za-z0-9._-]");
+    }
+
+    @ParameterizedTest
+    @ValueSource(
+            strings = {
+                "a",
+                "7",
+                "payments-consumer",
+                "Orders.v2_EU",
+                "x123456789012345678901234567890123456789012345678901234567890123"
+            })
+    void goodNamespace_isAccepted(String namespace) {
+        assertThat(IdempotencyKey.of(namespace, "k").namespace()).isEqualTo(namespace);
     }
 
     @Test

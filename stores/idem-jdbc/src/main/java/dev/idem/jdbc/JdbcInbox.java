@@ -12,12 +12,12 @@ import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
 import dev.idem.StoreUnavailableException;
 import dev.idem.internal.SafeListener;
+import dev.idem.internal.Timestamps;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Savepoint;
 import java.time.Clock;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HexFormat;
@@ -470,7 +470,12 @@ public final class JdbcInbox {
             Connection c, Connection handlerConnection, List<Pending> work, String owner, BatchHandler handler)
             throws SQLException {
         claim(c, work, owner);
-        List<Pending> fresh = work.stream().filter(p -> p.claimed).toList();
+        List<Pending> fresh = new ArrayList<>(work.size());
+        for (Pending p : work) {
+            if (p.claimed) {
+                fresh.add(p);
+            }
+        }
         if (fresh.isEmpty()) {
             return Attempt.APPLIED;
         }
@@ -547,18 +552,26 @@ public final class JdbcInbox {
         long now = databaseClock ? sql.databaseNowMillis(c) : clock.millis();
         long expiresAt = now + retention.toMillis();
         List<Pending> sorted = new ArrayList<>(work);
-        sorted.sort((a, b) -> Sql.ID_ORDER.compare(a.id, b.id));
+        if (sorted.size() > 1) {
+            sorted.sort((a, b) -> Sql.ID_ORDER.compare(a.id, b.id));
+        }
+        List<String> ids = new ArrayList<>(sorted.size());
         Map<String, @Nullable String> fingerprints = new HashMap<>();
-        sorted.forEach(p -> fingerprints.put(p.id, p.fingerprint()));
-        Sql.Marks marks = sql.insertMarks(
-                c, sorted.stream().map(p -> p.id).toList(), fingerprints, owner, now, expiresAt, lockWaitSeconds);
+        for (Pending p : sorted) {
+            ids.add(p.id);
+            fingerprints.put(p.id, p.fingerprint());
+        }
+        Sql.Marks marks = sql.insertMarks(c, ids, fingerprints, owner, now, expiresAt, lockWaitSeconds);
         Set<String> inserted = marks.inserted();
-        List<String> unread = sorted.stream()
-                .map(p -> p.id)
-                .filter(id -> !inserted.contains(id) && !marks.found().containsKey(id))
-                .toList();
-        Map<String, Row> existing = new HashMap<>(marks.found());
+        Map<String, Row> existing = marks.found();
+        List<String> unread = new ArrayList<>();
+        for (String id : ids) {
+            if (!inserted.contains(id) && !existing.containsKey(id)) {
+                unread.add(id);
+            }
+        }
         if (!unread.isEmpty()) {
+            existing = new HashMap<>(existing);
             existing.putAll(sql.selectMany(c, unread, Sql.Lock.SHARED));
         }
         for (Pending p : sorted) {
@@ -578,11 +591,11 @@ public final class JdbcInbox {
             } else if (mismatch(p.fingerprint(), row.fingerprint())) {
                 p.outcome = keyReused(p.key);
             } else if (row.done()) {
-                Instant at = Instant.ofEpochMilli(Objects.requireNonNullElse(row.completedAt(), now));
-                p.outcome = Outcome.duplicate("already processed at " + at, row.result());
+                long at = Objects.requireNonNullElse(row.completedAt(), now);
+                p.outcome = Outcome.duplicate("already processed at " + Timestamps.iso(at), row.result());
             } else {
                 p.outcome = Outcome.inProgress(
-                        "a lease-mode claim holds the key until " + Instant.ofEpochMilli(row.expiresAt()), null);
+                        "a lease-mode claim holds the key until " + Timestamps.iso(row.expiresAt()), null);
             }
         }
     }

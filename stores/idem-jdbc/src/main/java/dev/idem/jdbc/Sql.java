@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.Comparator;
+import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
@@ -34,6 +35,8 @@ final class Sql {
             "id, state, owner_token, fencing_token, expires_at, completed_at, fingerprint, result_data";
     private static final String READ_COLUMNS =
             "state, owner_token, fencing_token, expires_at, completed_at, fingerprint, result_data";
+    /** {@code owner_token}'s position in a result of {@code id, READ_COLUMNS}. */
+    private static final int OWNER_COLUMN = 3;
     /*
      * PostgreSQL: the names the batch statements give their own rows hold a blank, which no table name may
      * (Schema#TABLE_NAME): a table of any allowed name is neither hidden by them nor hides them.
@@ -63,6 +66,13 @@ final class Sql {
     private final String extendOnGivenClock;
     private final String extendOnDatabaseClock;
     private final String insertMarksFromArrays;
+    /**
+     * Built once: a driver's statement cache hashes and compares the text of every statement it is handed, which for
+     * a text built anew per call cost a JDBC inbox a tenth of its own CPU.
+     */
+    private final String insertOneMark; // H2 inserts one at a time, by its own statement
+
+    private final Map<Lock, String> selectOneById;
 
     Sql(Dialect dialect, String table) {
         this.dialect = dialect;
@@ -82,6 +92,12 @@ final class Sql {
         this.extendOnGivenClock = extend(given);
         this.extendOnDatabaseClock = extend(nowExpression());
         this.insertMarksFromArrays = insertMarksFromArrays();
+        this.insertOneMark = dialect == Dialect.H2 ? "" : insertMarks(1);
+        this.selectOneById = new EnumMap<>(Lock.class);
+        for (Lock lock : Lock.values()) {
+            selectOneById.put(
+                    lock, "SELECT id, " + READ_COLUMNS + " FROM " + table + " WHERE id = ?" + lockClause(lock));
+        }
     }
 
     boolean mysqlFamily() {
@@ -122,12 +138,14 @@ final class Sql {
         for (List<String> chunk : chunks(sortedIds)) {
             // PostgreSQL: one text whatever the size, the ids as one array parameter, one probe per id in the
             // array's (sorted) order, which is the order the rows are locked in.
-            boolean array = dialect == Dialect.POSTGRESQL;
-            String sql = array
-                    ? "SELECT t.* FROM unnest(CAST(? AS varchar[])) AS " + IDS + "(id) CROSS JOIN LATERAL "
-                            + probe(IDS + ".id", lockClause(lock)) + " t"
-                    : "SELECT id, " + READ_COLUMNS + " FROM " + table + " WHERE id IN (" + marks(chunk.size())
-                            + ") ORDER BY id" + lockClause(lock);
+            boolean array = dialect == Dialect.POSTGRESQL && chunk.size() > 1;
+            String sql = chunk.size() == 1
+                    ? selectOneById.get(lock)
+                    : array
+                            ? "SELECT t.* FROM unnest(CAST(? AS varchar[])) AS " + IDS + "(id) CROSS JOIN LATERAL "
+                                    + probe(IDS + ".id", lockClause(lock)) + " t"
+                            : "SELECT id, " + READ_COLUMNS + " FROM " + table + " WHERE id IN (" + marks(chunk.size())
+                                    + ") ORDER BY id" + lockClause(lock);
             try (PreparedStatement ps = c.prepareStatement(sql)) {
                 if (array) {
                     ps.setArray(1, c.createArrayOf("varchar", chunk.toArray(new String[0])));
@@ -460,24 +478,7 @@ final class Sql {
                 insertMarksFromArrays(c, chunk, fingerprints, owner, now, expiresAt, lockWaitSeconds, inserted, found);
                 continue;
             }
-            String values =
-                    String.join(", ", Collections.nCopies(chunk.size(), "(?, '" + DONE + "', ?, 0, ?, ?, ?, NULL)"));
-            String sql = switch (dialect) {
-                // The CTE's insert and select share one snapshot: the select sees the marks that were there, not
-                // those the insert added (read from its RETURNING) nor one a concurrent copy committed meanwhile.
-                case POSTGRESQL ->
-                    "WITH " + INSERTED + " AS (INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values
-                            + " ON CONFLICT DO NOTHING RETURNING id, " + READ_COLUMNS + ") SELECT id, "
-                            + READ_COLUMNS + " FROM " + INSERTED + " UNION ALL SELECT id, " + READ_COLUMNS + " FROM "
-                            + table
-                            + " WHERE id IN (" + marks(chunk.size()) + ")";
-                // A no-op update of a taken id makes RETURNING answer its row as it is (locked, latest committed).
-                case MARIADB ->
-                    "INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values
-                            + " ON DUPLICATE KEY UPDATE id = id RETURNING id, " + READ_COLUMNS;
-                case MYSQL -> "INSERT IGNORE INTO " + table + " (" + COLUMNS + ") VALUES " + values;
-                case H2 -> throw new IllegalStateException("H2 inserts one mark at a time");
-            };
+            String sql = chunk.size() == 1 ? insertOneMark : insertMarks(chunk.size());
             try (PreparedStatement ps = c.prepareStatement(sql)) {
                 ps.setQueryTimeout(lockWaitSeconds);
                 int p = 1;
@@ -505,11 +506,10 @@ final class Sql {
                 try (ResultSet rs = ps.executeQuery()) {
                     while (rs.next()) {
                         String id = readId(rs);
-                        Row row = read(rs, 2);
-                        if (row.owner().equals(owner)) {
+                        if (owner.equals(rs.getString(OWNER_COLUMN))) {
                             inserted.add(id); // owner tokens are fresh per attempt: only this insert wrote it
                         } else {
-                            found.put(id, row);
+                            found.put(id, read(rs, 2));
                         }
                     }
                 }
@@ -552,15 +552,39 @@ final class Sql {
             try (ResultSet rs = ps.executeQuery()) {
                 while (rs.next()) {
                     String id = rs.getString(1);
-                    Row row = read(rs, 2);
-                    if (row.owner().equals(owner)) {
+                    if (owner.equals(rs.getString(OWNER_COLUMN))) {
                         inserted.add(id);
                     } else {
-                        found.put(id, row);
+                        found.put(id, read(rs, 2));
                     }
                 }
             }
         }
+    }
+
+    /**
+     * The marks of {@code rows} ids in one statement, answering each id's row: inserted (carrying this attempt's owner
+     * token) or found. PostgreSQL runs it for one id only (more go through {@link #insertMarksFromArrays()}), and reads
+     * the taken row only when the insert took nothing.
+     */
+    private String insertMarks(int rows) {
+        String values = String.join(", ", Collections.nCopies(rows, "(?, '" + DONE + "', ?, 0, ?, ?, ?, NULL)"));
+        return switch (dialect) {
+            // The CTE's insert and select share one snapshot: the select sees the marks that were there, not those
+            // the insert added (read from its RETURNING) nor one a concurrent copy committed meanwhile.
+            case POSTGRESQL ->
+                "WITH " + INSERTED + " AS (INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values
+                        + " ON CONFLICT DO NOTHING RETURNING id, " + READ_COLUMNS + ") SELECT id, " + READ_COLUMNS
+                        + " FROM " + INSERTED + " UNION ALL SELECT id, " + READ_COLUMNS + " FROM " + table
+                        + " WHERE id IN (" + marks(rows) + ")"
+                        + (rows == 1 ? " AND NOT EXISTS (SELECT 1 FROM " + INSERTED + ")" : "");
+            // A no-op update of a taken id makes RETURNING answer its row as it is (locked, latest committed).
+            case MARIADB ->
+                "INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values + " ON DUPLICATE KEY UPDATE id = id"
+                        + " RETURNING id, " + READ_COLUMNS;
+            case MYSQL -> "INSERT IGNORE INTO " + table + " (" + COLUMNS + ") VALUES " + values;
+            case H2 -> throw new IllegalStateException("H2 inserts one mark at a time");
+        };
     }
 
     private String insertMarksFromArrays() {

@@ -44,6 +44,13 @@ final class Sql {
     private static final String IDS = "\"idem ids\"";
     private static final String GIVEN = "\"idem given\"";
     private static final String INSERTED = "\"idem inserted\"";
+    /**
+     * PostgreSQL: the rows a mark insert returns, shaped as {@code id, READ_COLUMNS} with only the owner set (which
+     * tells them from the taken marks read beside them): the rest is known, and sending and decoding it cost.
+     */
+    private static final String INSERTED_ROWS =
+            "SELECT id, NULL, owner_token, NULL, NULL, NULL, NULL, NULL FROM " + INSERTED;
+
     private static final String CLOCK = "\"idem clock\"";
     private static final String BEFORE = "\"idem before\"";
     private static final String CLAIMED = "\"idem claimed\"";
@@ -574,8 +581,8 @@ final class Sql {
             // the insert added (read from its RETURNING) nor one a concurrent copy committed meanwhile.
             case POSTGRESQL ->
                 "WITH " + INSERTED + " AS (INSERT INTO " + table + " (" + COLUMNS + ") VALUES " + values
-                        + " ON CONFLICT DO NOTHING RETURNING id, " + READ_COLUMNS + ") SELECT id, " + READ_COLUMNS
-                        + " FROM " + INSERTED + " UNION ALL SELECT id, " + READ_COLUMNS + " FROM " + table
+                        + " ON CONFLICT DO NOTHING RETURNING id, owner_token) " + INSERTED_ROWS
+                        + " UNION ALL SELECT id, " + READ_COLUMNS + " FROM " + table
                         + " WHERE id IN (" + marks(rows) + ")"
                         + (rows == 1 ? " AND NOT EXISTS (SELECT 1 FROM " + INSERTED + ")" : "");
             // A no-op update of a taken id makes RETURNING answer its row as it is (locked, latest committed).
@@ -593,9 +600,8 @@ final class Sql {
         return "WITH " + GIVEN + " AS (SELECT * FROM unnest(CAST(? AS varchar[]), CAST(? AS varchar[])) WITH ORDINALITY"
                 + " AS g(id, fingerprint, n)),"
                 + " " + INSERTED + " AS (INSERT INTO " + table + " (" + COLUMNS + ") SELECT id, '" + DONE
-                + "', ?, 0, ?, ?, fingerprint, NULL FROM " + GIVEN + " ORDER BY n ON CONFLICT DO NOTHING RETURNING id, "
-                + READ_COLUMNS + ")"
-                + " SELECT id, " + READ_COLUMNS + " FROM " + INSERTED + " UNION ALL SELECT t.* FROM " + GIVEN
+                + "', ?, 0, ?, ?, fingerprint, NULL FROM " + GIVEN + " ORDER BY n ON CONFLICT DO NOTHING"
+                + " RETURNING id, owner_token) " + INSERTED_ROWS + " UNION ALL SELECT t.* FROM " + GIVEN
                 + " CROSS JOIN LATERAL " + probe(GIVEN + ".id", "") + " t";
     }
 

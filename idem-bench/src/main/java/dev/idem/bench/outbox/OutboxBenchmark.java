@@ -22,9 +22,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -36,14 +38,16 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.serialization.StringSerializer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The outbox on the local PostgreSQL and an in-process Kafka broker, in one run:
  *
  * <ol>
- *   <li><b>write overhead</b>: {@code JdbcInbox.handle} (mark + a ledger insert, one transaction) with and without
- *       {@code Outbox.send} in the same transaction, one thread, rounds alternating, median time per handling; then
- *       the same from 8 threads at once, handlings per second;
+ *   <li><b>write overhead</b>: {@code JdbcInbox.handle} (mark + a ledger insert, one transaction) alone, with the
+ *       insert an outbox written by hand needs (a message id, the relay's index), and with {@code Outbox.send}, in the
+ *       same transaction, one thread, the order rotating every round, median time per handling; then the same from 8
+ *       threads at once, handlings per second;
  *   <li><b>relay throughput</b>: {@link OutboxRelay} (Kafka publisher) against a hand-written relay on the same table
  *       and broker ({@code SELECT … FOR UPDATE SKIP LOCKED LIMIT 100}, send every row, flush, {@code UPDATE … SET
  *       sent_at}, commit), each draining the same pre-filled backlog (a fresh table per round), batches of 100;
@@ -100,33 +104,75 @@ public final class OutboxBenchmark {
                 .build();
         OutboxSchema.create(db.dataSource(), "bench_write");
         Outbox outbox = Outbox.builder().table("bench_write").build();
-        List<Double> plain = new ArrayList<>();
-        List<Double> withSend = new ArrayList<>();
-        handle(inbox, null, "warm", handlings / 4);
-        handle(inbox, outbox, "warmo", handlings / 4);
+        db.execute(HAND_OUTBOX_TABLE);
+        db.execute("CREATE INDEX hand_outbox_unsent ON hand_outbox (sent_at, id)");
+        Map<String, @Nullable Send> contenders = writeContenders(outbox);
+        Map<String, List<Double>> times = new LinkedHashMap<>();
+        List<String> names = new ArrayList<>(contenders.keySet());
+        for (String name : names) {
+            handle(inbox, contenders.get(name), "warm" + names.indexOf(name), handlings / 4);
+            times.put(name, new ArrayList<>());
+        }
         for (int r = 0; r < rounds; r++) {
-            boolean sendFirst = r % 2 == 1;
-            for (int c = 0; c < 2; c++) {
-                boolean send = (c == 0) == sendFirst;
-                double ms = handle(inbox, send ? outbox : null, "r" + r + (send ? "o" : "p"), handlings);
-                (send ? withSend : plain).add(ms);
+            for (int c = 0; c < names.size(); c++) {
+                String name = names.get((r + c) % names.size()); // the order rotates every round
+                times.get(name)
+                        .add(handle(inbox, contenders.get(name), "r" + r + "c" + names.indexOf(name), handlings));
             }
         }
-        double p = median(plain);
-        double o = median(withSend);
-        System.out.printf(
-                Locale.ROOT,
-                "| write | JdbcInbox.handle, mark + ledger insert | %.3f ms | rounds %s | 1.00× |%n",
-                p,
-                plain);
-        System.out.printf(
-                Locale.ROOT,
-                "| write | the same + Outbox.send | %.3f ms | rounds %s | %.2f× (+%.1f%%) |%n",
-                o,
-                withSend,
-                o / p,
-                (o / p - 1) * 100);
-        printPaired("write", withSend, plain);
+        List<Double> plain = times.get(names.get(0));
+        for (String name : names) {
+            List<Double> ms = times.get(name);
+            System.out.printf(
+                    Locale.ROOT,
+                    "| write | %s | %.3f ms | rounds %s | %.2f× |%n",
+                    name,
+                    median(ms),
+                    ms,
+                    median(ms) / median(plain));
+        }
+        printPaired("write", times.get(names.get(2)), plain);
+        printPaired("write, Outbox.send ÷ hand-written insert", times.get(names.get(2)), times.get(names.get(1)));
+    }
+
+    /** The handling alone, with a hand-written outbox insert, with {@code Outbox.send}: a write row's contenders. */
+    private static Map<String, @Nullable Send> writeContenders(Outbox outbox) {
+        Map<String, @Nullable Send> contenders = new LinkedHashMap<>();
+        contenders.put("JdbcInbox.handle, mark + ledger insert", null);
+        contenders.put("the same + a hand-written outbox insert", OutboxBenchmark::insertByHand);
+        contenders.put("the same + Outbox.send", (c, key) -> outbox.send(c, message(key)));
+        return contenders;
+    }
+
+    /** What an outbox written by hand needs at the least: a message id for the consumers, an index for its relay. */
+    private static final String HAND_OUTBOX_TABLE = "CREATE TABLE hand_outbox (id BIGSERIAL PRIMARY KEY,"
+            + " message_id VARCHAR(64) NOT NULL UNIQUE, topic VARCHAR(255) NOT NULL, message_key VARCHAR(255) NOT NULL,"
+            + " payload BYTEA NOT NULL, created_at BIGINT NOT NULL, sent_at BIGINT)";
+
+    private static void insertByHand(Connection c, String key) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO hand_outbox"
+                + " (message_id, topic, message_key, payload, created_at) VALUES (?, ?, ?, ?, ?)")) {
+            ps.setString(1, UUID.randomUUID().toString());
+            ps.setString(2, "payments");
+            ps.setString(3, key);
+            ps.setBytes(4, payload(key));
+            ps.setLong(5, System.currentTimeMillis());
+            ps.executeUpdate();
+        }
+    }
+
+    private static OutboxMessage message(String key) {
+        return OutboxMessage.to("payments").key(key).payload(payload(key));
+    }
+
+    private static byte[] payload(String key) {
+        return ("{\"payment\":\"" + key + "\"}").getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** A message written in the handler's transaction; none for the plain handling. */
+    @FunctionalInterface
+    private interface Send {
+        void send(Connection c, String key) throws SQLException;
     }
 
     /**
@@ -157,20 +203,22 @@ public final class OutboxBenchmark {
                 .namespace("c")
                 .createTableIfMissing(true)
                 .build();
-        Outbox outbox = Outbox.builder().table("bench_write").build();
-        List<Double> plain = new ArrayList<>();
-        List<Double> withSend = new ArrayList<>();
+        Map<String, @Nullable Send> contenders =
+                writeContenders(Outbox.builder().table("bench_write").build());
+        List<String> names = new ArrayList<>(contenders.keySet());
+        Map<String, List<Double>> rates = new LinkedHashMap<>();
+        names.forEach(name -> rates.put(name, new ArrayList<>()));
         for (int r = -1; r < rounds; r++) { // round -1 warms up
-            boolean sendFirst = r % 2 != 0;
-            for (int c = 0; c < 2; c++) {
-                boolean send = (c == 0) == sendFirst;
-                String prefix = "c" + r + (send ? "o" : "p");
+            for (int c = 0; c < names.size(); c++) {
+                String name = names.get(Math.floorMod(r + c, names.size())); // the order rotates every round
+                Send send = contenders.get(name);
+                String prefix = "c" + r + "n" + names.indexOf(name);
                 ExecutorService pool = Executors.newFixedThreadPool(threads);
                 List<Future<Double>> done = new ArrayList<>();
                 long start = System.nanoTime();
                 for (int t = 0; t < threads; t++) {
                     String threadPrefix = prefix + "t" + t;
-                    done.add(pool.submit(() -> handle(inbox, send ? outbox : null, threadPrefix, handlings / threads)));
+                    done.add(pool.submit(() -> handle(inbox, send, threadPrefix, handlings / threads)));
                 }
                 for (Future<Double> f : done) {
                     f.get();
@@ -178,28 +226,31 @@ public final class OutboxBenchmark {
                 double perSecond = handlings / ((System.nanoTime() - start) / 1e9);
                 pool.shutdown();
                 if (r >= 0) {
-                    (send ? withSend : plain).add(perSecond);
+                    rates.get(name).add(perSecond);
                 }
             }
         }
-        System.out.printf(
-                Locale.ROOT,
-                "| write, %d threads | JdbcInbox.handle, mark + ledger insert | %,.0f handlings/s | rounds %s | 1.00× |%n",
-                threads,
-                median(plain),
-                rounded(plain));
-        System.out.printf(
-                Locale.ROOT,
-                "| write, %d threads | the same + Outbox.send | %,.0f handlings/s | rounds %s | %.2f× |%n",
-                threads,
-                median(withSend),
-                rounded(withSend),
-                median(withSend) / median(plain));
-        printPaired("write, " + threads + " threads", withSend, plain);
+        List<Double> plain = rates.get(names.get(0));
+        for (String name : names) {
+            System.out.printf(
+                    Locale.ROOT,
+                    "| write, %d threads | %s | %,.0f handlings/s | rounds %s | %.2f× |%n",
+                    threads,
+                    name,
+                    median(rates.get(name)),
+                    rounded(rates.get(name)),
+                    median(rates.get(name)) / median(plain));
+        }
+        String row = "write, " + threads + " threads";
+        printPaired(row, rates.get(names.get(2)), plain);
+        printPaired(row + ", Outbox.send ÷ hand-written insert", rates.get(names.get(2)), rates.get(names.get(1)));
     }
 
-    /** Milliseconds per handling. */
-    private double handle(JdbcInbox inbox, Outbox outbox, String prefix, int count) {
+    /**
+     * Milliseconds per handling of {@code count} new deliveries, each handling's transaction holding a ledger insert
+     * and, unless {@code send} is null, one outgoing message.
+     */
+    private double handle(JdbcInbox inbox, @Nullable Send send, String prefix, int count) {
         long start = System.nanoTime();
         for (int i = 0; i < count; i++) {
             String key = prefix + "-" + i;
@@ -208,8 +259,8 @@ public final class OutboxBenchmark {
                     ps.setString(1, key);
                     ps.executeUpdate();
                 }
-                if (outbox != null) {
-                    outbox.send(c, OutboxMessage.to("payments").key(key).payload("{\"payment\":\"" + key + "\"}"));
+                if (send != null) {
+                    send.send(c, key);
                 }
                 return Outcome.processed();
             });

@@ -38,9 +38,12 @@ public final class Timestamps {
         return b.append('Z').toString();
     }
 
-    /** {@link #iso(long)} of an instant; one with a fraction finer than milliseconds as {@link Instant#toString()}. */
+    /** The same text as {@code instant.toString()}, for any instant a store answers. */
     public static String iso(Instant instant) {
-        return instant.getNano() % 1_000_000 == 0 ? iso(instant.toEpochMilli()) : instant.toString();
+        long seconds = instant.getEpochSecond();
+        int nanos = instant.getNano();
+        boolean inMillis = nanos % 1_000_000 == 0 && seconds >= 0 && seconds < END_OF_FOUR_DIGIT_YEARS / 1000;
+        return inMillis ? iso(seconds * 1000 + nanos / 1_000_000) : instant.toString();
     }
 
     private static StringBuilder two(StringBuilder b, int value) {

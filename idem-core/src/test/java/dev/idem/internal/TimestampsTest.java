@@ -52,4 +52,17 @@ class TimestampsTest {
         assertThat(Timestamps.iso(Instant.ofEpochSecond(1_796_601_600L, 5_000_000)))
                 .isEqualTo("2026-12-07T00:00:00.005Z");
     }
+
+    /** Guard prints whatever instant a store answers: one outside the epoch-millisecond range must not throw. */
+    @Test
+    void anInstantOutsideTheEpochMillisecondRange_printsAsInstantDoes() {
+        for (Instant instant : new Instant[] {
+            Instant.MIN,
+            Instant.ofEpochSecond(Instant.MAX.getEpochSecond()),
+            Instant.ofEpochSecond(Long.MAX_VALUE / 1000 + 1),
+            Instant.ofEpochSecond(Long.MIN_VALUE / 1000 - 1)
+        }) {
+            assertThat(Timestamps.iso(instant)).isEqualTo(instant.toString());
+        }
+    }
 }

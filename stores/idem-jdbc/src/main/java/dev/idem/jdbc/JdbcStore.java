@@ -23,6 +23,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import javax.sql.DataSource;
 import org.jspecify.annotations.Nullable;
@@ -87,7 +88,7 @@ public final class JdbcStore implements IdempotencyStore {
 
     @Override
     public ClaimResult claim(ClaimRequest request) {
-        String what = "claim " + request.key().logId();
+        Supplier<String> what = () -> "claim " + request.key().logId();
         if (sql.dialect == Dialect.POSTGRESQL) {
             return inAutoCommit(what, c -> upsertClaim(c, request));
         }
@@ -258,7 +259,7 @@ public final class JdbcStore implements IdempotencyStore {
                 .boxed()
                 .sorted(Comparator.comparing(i -> requests.get(i).key().storageId(), Sql.ID_ORDER))
                 .toList();
-        ClaimResult[] results = inTransaction("claim of " + requests.size() + " keys", tx -> {
+        ClaimResult[] results = inTransaction(() -> "claim of " + requests.size() + " keys", tx -> {
             Connection c = tx.connection();
             ClaimResult[] answers = new ClaimResult[requests.size()];
             long now = now(c);
@@ -305,7 +306,7 @@ public final class JdbcStore implements IdempotencyStore {
 
     @Override
     public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
-        return inAutoCommit("complete " + key.logId(), c -> {
+        return inAutoCommit(() -> "complete " + key.logId(), c -> {
             int n = sql.complete(c, key.storageId(), owner, givenNow(), retention.toMillis(), result);
             return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now(c));
         });
@@ -313,7 +314,7 @@ public final class JdbcStore implements IdempotencyStore {
 
     @Override
     public UpdateResult release(IdempotencyKey key, String owner) {
-        return inAutoCommit("release " + key.logId(), c -> {
+        return inAutoCommit(() -> "release " + key.logId(), c -> {
             int n = sql.release(c, key.storageId(), owner);
             return n == 1 ? UpdateResult.APPLIED : missed(c, key, now(c));
         });
@@ -321,7 +322,7 @@ public final class JdbcStore implements IdempotencyStore {
 
     @Override
     public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
-        return inAutoCommit("extend " + key.logId(), c -> {
+        return inAutoCommit(() -> "extend " + key.logId(), c -> {
             int n = sql.extend(c, key.storageId(), owner, givenNow(), lease.toMillis());
             return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now(c));
         });
@@ -355,7 +356,7 @@ public final class JdbcStore implements IdempotencyStore {
 
     @Override
     public Optional<StoredRecord> lookup(IdempotencyKey key) {
-        return inAutoCommit("lookup " + key.logId(), c -> {
+        return inAutoCommit(() -> "lookup " + key.logId(), c -> {
             Row row = sql.select(c, key.storageId(), Sql.Lock.NONE);
             if (row == null || (row.done() && !row.live(now(c)))) {
                 return Optional.empty();
@@ -431,7 +432,8 @@ public final class JdbcStore implements IdempotencyStore {
      * commit whose fate is unknown raises {@link StoreUnavailableException}: the guard answers {@code IN_PROGRESS}
      * and the redelivery finds out.
      */
-    private <T> T inTransaction(String what, TransactionWork<T> work) {
+    /** {@code what} names the operation in an error, built only then (a key's log id is a SHA-256). */
+    private <T> T inTransaction(Supplier<String> what, TransactionWork<T> work) {
         ensureOpen();
         for (int attempt = 1; ; attempt++) {
             try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, sql.dialect, true)) {
@@ -440,7 +442,7 @@ public final class JdbcStore implements IdempotencyStore {
                 if (SqlErrors.isDeadlock(e) && attempt < DEADLOCK_RETRIES) {
                     continue;
                 }
-                throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what);
+                throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what.get());
             }
         }
     }
@@ -458,14 +460,14 @@ public final class JdbcStore implements IdempotencyStore {
      * connection handed out with auto-commit off runs them in one transaction committed at once instead (every read
      * here follows the write it explains, see {@link AutoCommit#runCommittingInPlace}).
      */
-    private <T> T inAutoCommit(String what, Work<T> work) {
+    private <T> T inAutoCommit(Supplier<String> what, Work<T> work) {
         ensureOpen();
         try {
             return sql.mysqlFamily()
                     ? AutoCommit.runCommittingInPlace(dataSource, work::run)
                     : AutoCommit.run(dataSource, work::run);
         } catch (SQLException e) {
-            throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what);
+            throw SqlErrors.translate(e, description, sql.table, Schema.ddlResource(sql.dialect), what.get());
         }
     }
 

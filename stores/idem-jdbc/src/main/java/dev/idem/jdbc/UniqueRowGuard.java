@@ -9,6 +9,7 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -27,8 +28,12 @@ import org.jspecify.annotations.Nullable;
  * inserts (the first rolled back). Immutable and thread-safe.
  */
 public final class UniqueRowGuard {
+    /** Bounds {@link #inserts} for rows whose columns vary without end (theirs are built per call). */
+    private static final int MAX_CACHED_INSERTS = 64;
+
     private final String table;
     private final List<String> uniqueKey;
+    private final Map<List<String>, InsertText> inserts = new ConcurrentHashMap<>();
     private volatile @Nullable Dialect dialect;
 
     private UniqueRowGuard(Builder b) {
@@ -44,21 +49,17 @@ public final class UniqueRowGuard {
     public Outcome insertOnce(Connection c, Map<String, ?> row, TransactionalHandler onInserted) throws Exception {
         OwnTransaction.requireTransaction(c, "UniqueRowGuard");
         List<String> columns = new ArrayList<>(row.keySet());
-        columns.forEach(col -> Schema.identifier("column", col));
-        if (!columns.containsAll(uniqueKey)) {
-            throw new ConfigurationException(
-                    "the row must hold every unique-key column " + uniqueKey + ", got " + columns);
-        }
+        InsertText insert = inserts.size() < MAX_CACHED_INSERTS
+                ? inserts.computeIfAbsent(columns, this::insertText)
+                : insertText(columns);
         List<@Nullable Object> values = new ArrayList<>();
         columns.forEach(col -> values.add(row.get(col)));
-        String insert = "INSERT INTO " + table + " (" + String.join(", ", columns) + ") VALUES ("
-                + String.join(", ", Collections.nCopies(columns.size(), "?")) + ")";
         Dialect d = dialect(c);
         Insert result;
         try {
             result = d == Dialect.POSTGRESQL
-                    ? insertOnConflictDoNothing(c, insert, values)
-                    : insertUnlessDuplicate(c, d, insert, values, row);
+                    ? insertOnConflictDoNothing(c, insert.skippingTakenKey(), values)
+                    : insertUnlessDuplicate(c, d, insert.plain(), values, row);
         } catch (SQLException e) {
             if (d == Dialect.POSTGRESQL && "40001".equals(e.getSQLState())) {
                 throw JdbcInbox.snapshotTooOld(e);
@@ -78,6 +79,24 @@ public final class UniqueRowGuard {
         return GuardedRow.applied(c, onInserted, "inserted into " + table);
     }
 
+    /**
+     * The insert of a row of these columns, checked and built once per column list: a driver's statement cache hashes
+     * and compares the text of every statement, which for a text built anew per call costs more than building it.
+     */
+    private InsertText insertText(List<String> columns) {
+        columns.forEach(col -> Schema.identifier("column", col));
+        if (!columns.containsAll(uniqueKey)) {
+            throw new ConfigurationException(
+                    "the row must hold every unique-key column " + uniqueKey + ", got " + columns);
+        }
+        String plain = "INSERT INTO " + table + " (" + String.join(", ", columns) + ") VALUES ("
+                + String.join(", ", Collections.nCopies(columns.size(), "?")) + ")";
+        return new InsertText(plain, plain + " ON CONFLICT (" + String.join(", ", uniqueKey) + ") DO NOTHING");
+    }
+
+    /** An insert's text, and PostgreSQL's that skips a row whose guard key is taken. */
+    private record InsertText(String plain, String skippingTakenKey) {}
+
     /** What an insert did: inserted the row, found the guard's key taken, or violated another unique constraint. */
     private record Insert(boolean inserted, @Nullable SQLException otherViolation) {
         static final Insert INSERTED = new Insert(true, null);
@@ -91,8 +110,7 @@ public final class UniqueRowGuard {
     private Insert insertOnConflictDoNothing(Connection c, String insert, List<@Nullable Object> values)
             throws SQLException {
         try {
-            int n = Statements.update(
-                    c, insert + " ON CONFLICT (" + String.join(", ", uniqueKey) + ") DO NOTHING", values);
+            int n = Statements.update(c, insert, values);
             return n == 1 ? Insert.INSERTED : Insert.KEY_TAKEN;
         } catch (SQLException e) {
             if (SqlErrors.isDuplicateKey(e)) {

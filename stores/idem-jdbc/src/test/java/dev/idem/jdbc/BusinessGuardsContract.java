@@ -462,6 +462,41 @@ abstract class BusinessGuardsContract {
         assertThat(query("SELECT id, version FROM accounts")).containsEntry("customer", "0");
     }
 
+    /** Each row's columns are checked and its statement built once per column list: a bad row stays refused. */
+    @Test
+    void uniqueRow_aBadRow_isRefusedEveryTime_andRowsOfOtherColumnsStillInsert() throws Exception {
+        try (Connection c = db.connection()) {
+            c.setAutoCommit(false);
+            for (int i = 0; i < 2; i++) {
+                assertThatThrownBy(() -> transferLedger.insertOnce(
+                                c, Map.of("transfer_id", "t-1", "amount", -100), TransactionalHandler.NONE))
+                        .isInstanceOf(ConfigurationException.class)
+                        .hasMessageContaining("every unique-key column");
+                assertThatThrownBy(() -> transferLedger.insertOnce(
+                                c,
+                                Map.of("transfer_id", "t-1", "account_id", "a", "amount; DROP TABLE x", 1),
+                                TransactionalHandler.NONE))
+                        .isInstanceOf(ConfigurationException.class)
+                        .hasMessageContaining("not a valid SQL identifier");
+            }
+            c.rollback();
+        }
+        Map<String, Object> narrow = Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100);
+        Map<String, Object> wide = Map.of("transfer_id", "t-2", "account_id", "a", "amount", -100, "ref", "R2");
+        assertThat(own().run(c -> transferLedger.insertOnce(c, narrow, TransactionalHandler.NONE))
+                        .type())
+                .isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(own().run(c -> transferLedger.insertOnce(c, wide, TransactionalHandler.NONE))
+                        .type())
+                .isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(own().run(c -> transferLedger.insertOnce(c, narrow, TransactionalHandler.NONE))
+                        .type())
+                .isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(own().run(c -> transferLedger.insertOnce(c, wide, TransactionalHandler.NONE))
+                        .type())
+                .isEqualTo(Outcome.Type.DUPLICATE);
+    }
+
     /** Regression: a new row that violated another unique constraint was taken for a duplicate and never applied. */
     @Test
     void uniqueRow_violatingAnotherUniqueConstraint_isRejectedNamingIt_notDuplicate() throws Exception {

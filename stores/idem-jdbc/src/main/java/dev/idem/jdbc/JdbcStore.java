@@ -430,9 +430,9 @@ public final class JdbcStore implements IdempotencyStore {
     /**
      * Runs {@code work} in a transaction of its own (read committed on MySQL: no gap locks), retrying deadlocks. A
      * commit whose fate is unknown raises {@link StoreUnavailableException}: the guard answers {@code IN_PROGRESS}
-     * and the redelivery finds out.
+     * and the redelivery finds out. {@code what} names the operation in an error, and is built only then (a key's
+     * log id is a SHA-256).
      */
-    /** {@code what} names the operation in an error, built only then (a key's log id is a SHA-256). */
     private <T> T inTransaction(Supplier<String> what, TransactionWork<T> work) {
         ensureOpen();
         for (int attempt = 1; ; attempt++) {

@@ -14,9 +14,6 @@ import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -26,26 +23,12 @@ import org.junit.jupiter.params.provider.ValueSource;
  * (the old mark must not be read as the answer); rolled-back purge: the expired mark is taken over. Either way the
  * handler runs exactly once and one mark is left.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class PostgresInboxPurgeRaceTest {
-    private TestDatabase db;
-
-    @BeforeAll
-    void open() {
-        db = TestDatabase.postgres("PostgresInboxPurgeRaceTest");
-        JdbcStore.builder(db.dataSource()).createTableIfMissing(true).build();
-    }
-
-    @AfterAll
-    void close() {
-        if (db != null) {
-            db.close();
-        }
-    }
-
     @ParameterizedTest
     @ValueSource(booleans = {true, false})
     void copy_racingAPurgeOfItsExpiredMark_runsOnce(boolean purgeCommits) throws Exception {
+        TestDatabase db = PerClassDatabase.of(getClass(), Dialect.POSTGRESQL);
+        JdbcStore.builder(db.dataSource()).createTableIfMissing(true).build();
         String ns = "p" + purgeCommits;
         MutableClock clock = MutableClock.atNow();
         JdbcInbox inbox = JdbcInbox.builder(db.dataSource())
@@ -62,6 +45,7 @@ class PostgresInboxPurgeRaceTest {
         clock.advance(Duration.ofMinutes(2));
         try (Connection purge = db.connection()) {
             purge.setAutoCommit(false);
+            long purgePid = backendPid(purge);
             try (PreparedStatement ps = purge.prepareStatement("DELETE FROM idem_keys WHERE id = ?")) {
                 ps.setString(1, ns + ":k");
                 assertThat(ps.executeUpdate()).isEqualTo(1);
@@ -69,7 +53,7 @@ class PostgresInboxPurgeRaceTest {
             CompletableFuture<Outcome> copy =
                     CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("k"), effect));
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (!waitingOnALock() && System.nanoTime() < deadline) {
+            while (!blockedBy(db, purgePid) && System.nanoTime() < deadline) {
                 Thread.sleep(20);
             }
             assertThat(copy).isNotDone();
@@ -86,12 +70,24 @@ class PostgresInboxPurgeRaceTest {
         assertThat(runs).hasValue(2);
     }
 
-    private boolean waitingOnALock() throws Exception {
-        try (Connection c = db.connection();
-                Statement s = c.createStatement();
-                ResultSet rs = s.executeQuery("SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")) {
+    private static long backendPid(Connection c) throws Exception {
+        try (Statement s = c.createStatement();
+                ResultSet rs = s.executeQuery("SELECT pg_backend_pid()")) {
             rs.next();
-            return rs.getLong(1) > 0;
+            return rs.getLong(1);
+        }
+    }
+
+    /** Whether a session waits for a lock that session {@code pid} holds (the copy's insert, on the purge's delete). */
+    private static boolean blockedBy(TestDatabase db, long pid) throws Exception {
+        try (Connection c = db.connection();
+                PreparedStatement ps = c.prepareStatement(
+                        "SELECT COUNT(*) FROM pg_stat_activity WHERE CAST(? AS INTEGER) = ANY (pg_blocking_pids(pid))")) {
+            ps.setLong(1, pid);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1) > 0;
+            }
         }
     }
 }

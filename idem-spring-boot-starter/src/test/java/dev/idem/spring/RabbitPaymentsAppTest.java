@@ -99,7 +99,18 @@ class RabbitPaymentsAppTest {
                 }
             }
         }
-        await().atMost(Duration.ofSeconds(60)).until(() -> queueEmpty(TOPOLOGY.workQueue()) && allApplied(ids));
+        // Once (CI, a loaded machine) this wait ran out with nothing logged: the message says which part did not come.
+        await().atMost(Duration.ofSeconds(60))
+                .untilAsserted(() -> assertThat(queueEmpty(TOPOLOGY.workQueue()) && allApplied(ids))
+                        .as(
+                                "ready in the work queue: %d; marks per payment: %s; the listener's attempts per"
+                                        + " payment: %s",
+                                readyIn(TOPOLOGY.workQueue()),
+                                ids.stream().map(this::marks).toList(),
+                                ids.stream()
+                                        .map(id -> listener.attempts(id).size())
+                                        .toList())
+                        .isTrue());
         for (String id : ids) {
             assertThat(listener.rows(id)).as(id).isEqualTo(1);
             assertThat(marks(id)).as(id).isEqualTo(1);
@@ -203,9 +214,13 @@ class RabbitPaymentsAppTest {
     }
 
     private static boolean queueEmpty(String queue) throws Exception {
+        return readyIn(queue) == 0;
+    }
+
+    private static long readyIn(String queue) throws Exception {
         try (Connection c = connection();
                 Channel channel = c.createChannel()) {
-            return channel.messageCount(queue) == 0;
+            return channel.messageCount(queue);
         }
     }
 }

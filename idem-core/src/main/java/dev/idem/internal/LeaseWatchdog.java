@@ -7,17 +7,26 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.UpdateResult;
 import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.jspecify.annotations.Nullable;
 
 /**
- * Extends the leases of running handlers every third of the lease. Every watchdog of the JVM schedules on one shared
- * daemon thread (200 guards, one thread); a renewal only waits for its store's {@code extend}, so a store whose calls
- * can hang must bound them (query or command timeouts), as every shipped store does.
+ * Extends the leases of running handlers: each a third of the lease after its claim and then every third, checked every
+ * sixth (so each extension comes between a third and a half of the lease after the one before). Every watchdog of the
+ * JVM sweeps on one shared daemon thread (200 guards, one thread); a renewal only waits for its store's {@code
+ * extend}, so a store whose calls can hang must bound them (query or command timeouts), as every shipped store does.
  *
- * <p>A failed extension (whatever the store throws) is reported and retried at the next tick; only a store's answer
+ * <p>Starting and ending a watch only adds it to and removes it from a set: a handling that ends within a third of the
+ * lease never touches the scheduler (scheduling and cancelling a task per handling woke the shared thread every time,
+ * a tenth of the CPU of a lease-store handling on two cores). A watchdog's sweep runs while it has watches and stops
+ * at the first sweep that finds none; the next watch starts it again.
+ *
+ * <p>A failed extension (whatever the store throws) is reported and retried at the next sweep; only a store's answer
  * that the lease is no longer ours ends the renewals of a handling.
  */
 public final class LeaseWatchdog {
@@ -27,59 +36,108 @@ public final class LeaseWatchdog {
     private final String source;
     private final IdempotencyListener listener;
     private final Duration lease;
+    private final long renewEveryNanos;
+    private final long sweepEveryMillis;
+    private final Set<Watch> running = ConcurrentHashMap.newKeySet();
+    private final AtomicBoolean sweeping = new AtomicBoolean();
 
     public LeaseWatchdog(IdempotencyStore store, String source, IdempotencyListener listener, Duration lease) {
         this.store = store;
         this.source = source;
         this.listener = listener;
         this.lease = lease;
+        this.renewEveryNanos = lease.toNanos() / 3;
+        this.sweepEveryMillis = Math.max(1, lease.toMillis() / 6);
     }
 
     /** Starts extending {@code owner}'s lease on {@code key} until the returned watch is closed. */
     public Watch watch(IdempotencyKey key, String owner) {
-        long period = Math.max(1, lease.toMillis() / 3);
-        Watch watch = new Watch();
-        watch.future = Shared.SCHEDULER.scheduleAtFixedRate(
-                () -> tick(key, owner, watch), period, period, TimeUnit.MILLISECONDS);
-        if (watch.closed) {
-            watch.close(); // closed by a first tick that ran before the future was set
+        Watch watch = new Watch(key, owner, System.nanoTime() + renewEveryNanos);
+        running.add(watch);
+        if (sweeping.compareAndSet(false, true)) {
+            new Sweep().start();
         }
         return watch;
     }
 
-    /**
-     * One renewal. Nothing may escape it, not even an {@link Error} (from the store, or from a listener told of a
-     * failure): the scheduler would cancel this periodic renewal for good, and the lease would lapse under the
-     * running handler. The handler's thread, not this one, decides whether the process is crashing.
-     */
-    private void tick(IdempotencyKey key, String owner, Watch watch) {
+    /** The periodic pass over this watchdog's running handlings; it ends itself when it finds none. */
+    private final class Sweep implements Runnable {
+        private volatile @Nullable ScheduledFuture<?> future;
+        private volatile boolean stopped;
+
+        void start() {
+            future = Shared.SCHEDULER.scheduleAtFixedRate(
+                    this, sweepEveryMillis, sweepEveryMillis, TimeUnit.MILLISECONDS);
+            if (stopped) {
+                stop(); // stopped by a first run before the future was set
+            }
+        }
+
+        /**
+         * Nothing may escape a run, not even an {@link Error} (from the store, or from a listener told of a failure):
+         * the scheduler would end this sweep for good while it still counts as running, and every lease of this
+         * watchdog would lapse under its handler. The handler's thread, not this one, decides whether the process is
+         * crashing.
+         */
+        @Override
+        public void run() {
+            if (stopped) {
+                return;
+            }
+            if (running.isEmpty()) {
+                sweeping.set(false);
+                // a watch added since the check above found the flag still set and started no sweep: keep this one
+                if (running.isEmpty() || !sweeping.compareAndSet(false, true)) {
+                    stop();
+                    return;
+                }
+            }
+            long now = System.nanoTime();
+            for (Watch watch : running) {
+                if (!watch.closed && now - watch.due >= 0) {
+                    renew(watch);
+                    watch.due = System.nanoTime() + renewEveryNanos;
+                }
+            }
+        }
+
+        private void stop() {
+            stopped = true;
+            ScheduledFuture<?> f = future;
+            if (f != null) {
+                f.cancel(false);
+            }
+        }
+    }
+
+    private void renew(Watch watch) {
         try {
-            extend(key, owner, watch);
+            extend(watch);
         } catch (Throwable t) {
             LOG.log(
                     System.Logger.Level.WARNING,
-                    "lease extension of " + key.logId() + " failed, retried at the next" + " tick",
+                    "lease extension of " + watch.key.logId() + " failed, retried at the next sweep",
                     t);
         }
     }
 
-    private void extend(IdempotencyKey key, String owner, Watch watch) {
+    private void extend(Watch watch) {
         UpdateResult result;
         try {
-            result = store.extend(key, owner, lease);
+            result = store.extend(watch.key, watch.owner, lease);
         } catch (RuntimeException | Error e) {
             String detail = e instanceof StoreUnavailableException ? e.getMessage() : e.toString();
             report(
                     IdempotencyEvent.Type.STORE_UNAVAILABLE,
-                    key,
-                    "lease extension failed, retried at the next tick: " + detail);
+                    watch.key,
+                    "lease extension failed, retried at the next sweep: " + detail);
             return;
         }
         if (result != UpdateResult.APPLIED && !watch.closed) {
-            // (a tick still running when its handling completed or released sees NOT_OWNER/NOT_FOUND: not a loss)
+            // (a renewal still running when its handling completed or released sees NOT_OWNER/NOT_FOUND: not a loss)
             report(
                     IdempotencyEvent.Type.LEASE_LOST,
-                    key,
+                    watch.key,
                     "lease could not be extended (" + result + ") while the handler still runs");
             watch.close();
         }
@@ -111,17 +169,22 @@ public final class LeaseWatchdog {
     }
 
     /** One running handler's lease extension. */
-    public static final class Watch implements AutoCloseable {
-        private volatile @Nullable ScheduledFuture<?> future;
+    public final class Watch implements AutoCloseable {
+        private final IdempotencyKey key;
+        private final String owner;
+        private volatile long due;
         private volatile boolean closed;
+
+        private Watch(IdempotencyKey key, String owner, long due) {
+            this.key = key;
+            this.owner = owner;
+            this.due = due;
+        }
 
         @Override
         public void close() {
             closed = true;
-            ScheduledFuture<?> f = future;
-            if (f != null) {
-                f.cancel(false);
-            }
+            running.remove(this);
         }
     }
 }

@@ -29,6 +29,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterEach;
@@ -273,6 +274,43 @@ class GuardTest {
             assertThat(extended.await(10, TimeUnit.SECONDS)).isTrue();
             assertThat(run.get(10, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
         }
+    }
+
+    /**
+     * The watchdog's sweep stops when no handling runs and starts again with the next one: a long handler after an idle
+     * spell (here ten sweeps long) is extended as the first one was.
+     */
+    @Test
+    void watchdog_extendsALongHandler_afterAnIdleSpell_asItDidTheFirst() throws Exception {
+        try (InMemoryStore realTime = InMemoryStore.create();
+                Guard g = Guard.builder(realTime)
+                        .namespace("payments")
+                        .lease(Duration.ofMillis(300))
+                        .build()) {
+            assertThat(runUntilExtended(g, realTime, "pay-1")).isEqualTo(Outcome.Type.PROCESSED);
+            for (int i = 0; i < 20; i++) {
+                g.run("short-" + i, () -> {});
+            }
+            Thread.sleep(500);
+            assertThat(runUntilExtended(g, realTime, "pay-2")).isEqualTo(Outcome.Type.PROCESSED);
+        }
+    }
+
+    /** Runs a handler that waits (up to 10 s) for the watchdog to extend its lease; answers the outcome's type. */
+    private static Outcome.Type runUntilExtended(Guard g, InMemoryStore store, String id) throws Exception {
+        IdempotencyKey key = IdempotencyKey.of("payments", id);
+        AtomicBoolean extended = new AtomicBoolean();
+        Outcome outcome = g.run(id, () -> {
+            Instant firstDeadline = store.lookup(key).orElseThrow().expiresAt();
+            long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!extended.get() && System.nanoTime() < giveUp) {
+                extended.set(store.lookup(key).orElseThrow().expiresAt().isAfter(firstDeadline));
+            }
+        });
+        assertThat(extended)
+                .as("lease of " + id + " extended while its handler ran")
+                .isTrue();
+        return outcome.type();
     }
 
     @Test

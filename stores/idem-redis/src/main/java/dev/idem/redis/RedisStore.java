@@ -98,6 +98,8 @@ public final class RedisStore implements IdempotencyStore {
     private static final Pattern NAMESPACE = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
     private static final Pattern ARMED_EPOCH = Pattern.compile("\\d+:.*");
     private static final int BATCH_CHUNK = 256;
+    /** "Now" for the scripts in server-clock mode: they read Redis's {@code TIME}. */
+    private static final byte[] SERVER_NOW = {};
 
     private final RedisLink link;
     private final String prefix;
@@ -105,6 +107,8 @@ public final class RedisStore implements IdempotencyStore {
     private final boolean serverClock;
     private final Duration expiryMargin;
     private final Duration armingDelay;
+    private final byte[] expiryMarginArg;
+    private final byte[] armingDelayArg;
     private final Duration commandTimeout;
     private final MarkLossPolicy markLossPolicy;
     private final IdempotencyListener listener;
@@ -119,6 +123,8 @@ public final class RedisStore implements IdempotencyStore {
         this.serverClock = b.serverClock();
         this.expiryMargin = b.expiryMargin;
         this.armingDelay = b.armingDelay;
+        this.expiryMarginArg = number(expiryMargin.toMillis());
+        this.armingDelayArg = number(armingDelay.toMillis());
         this.commandTimeout = b.commandTimeout;
         this.markLossPolicy = b.markLossPolicy;
         this.listener = new SafeListener(b.listener);
@@ -184,7 +190,7 @@ public final class RedisStore implements IdempotencyStore {
         }
         Long giveUpArming = null; // set by the first reply that asks to wait: a slow first call is not arming time
         for (boolean firstRound = true; !pending.isEmpty(); firstRound = false) {
-            Instant now = clock.instant();
+            byte[] now = now();
             List<RedisLink.Call<List<Object>>> calls = new ArrayList<>(pending.size());
             for (Chunk chunk : pending) {
                 calls.add(claimCall(chunk.namespace(), chunk.of(requests), now));
@@ -229,7 +235,14 @@ public final class RedisStore implements IdempotencyStore {
     /** Up to {@value #BATCH_CHUNK} request indexes of one namespace, in key order. */
     private record Chunk(String namespace, List<Integer> indexes) {
         List<ClaimRequest> of(List<ClaimRequest> requests) {
-            return indexes.stream().map(requests::get).toList();
+            if (requests.size() == 1) { // a Guard's single claim
+                return requests;
+            }
+            List<ClaimRequest> picked = new ArrayList<>(indexes.size());
+            for (int i : indexes) {
+                picked.add(requests.get(i));
+            }
+            return picked;
         }
     }
 
@@ -266,7 +279,7 @@ public final class RedisStore implements IdempotencyStore {
     }
 
     /** Sends the claim script for {@code claims} of one namespace; with no claims it only checks the namespace. */
-    private RedisLink.Call<List<Object>> claimCall(String namespace, List<ClaimRequest> claims, Instant now) {
+    private RedisLink.Call<List<Object>> claimCall(String namespace, List<ClaimRequest> claims, byte[] now) {
         Keys keys = keys(namespace);
         Witnesses.Witness witness = witnesses.of(namespace);
         byte[][] k = new byte[2 + claims.size()][];
@@ -275,10 +288,10 @@ public final class RedisStore implements IdempotencyStore {
         k[1] = keys.fence();
         a[0] = utf8(witness.epoch());
         a[1] = utf8(witness.epoch().isEmpty() ? UUID.randomUUID().toString() : "");
-        a[2] = now(now);
-        a[3] = number(expiryMargin.toMillis());
+        a[2] = now;
+        a[3] = expiryMarginArg;
         a[4] = number(witness.token());
-        a[5] = number(armingDelay.toMillis());
+        a[5] = armingDelayArg;
         for (int j = 0; j < claims.size(); j++) {
             ClaimRequest r = claims.get(j);
             k[2 + j] = keys.record(r.key());
@@ -290,8 +303,8 @@ public final class RedisStore implements IdempotencyStore {
     }
 
     /** "Now" as the scripts take it: the store's clock, or {@code ""} for the server's. */
-    private byte[] now(Instant now) {
-        return serverClock ? new byte[0] : millis(now);
+    private byte[] now() {
+        return serverClock ? SERVER_NOW : millis(clock.instant());
     }
 
     @SuppressWarnings(
@@ -342,7 +355,7 @@ public final class RedisStore implements IdempotencyStore {
      * exception (the next check runs anyway).
      */
     private void checkNamespaces() {
-        Instant now = clock.instant();
+        byte[] now = now();
         for (String namespace : witnesses.namespaces()) {
             try {
                 List<Object> reply = claimCall(namespace, List.of(), now).await();
@@ -494,16 +507,14 @@ public final class RedisStore implements IdempotencyStore {
             Script script, IdempotencyKey key, String owner, Duration span, byte[] result) {
         Objects.requireNonNull(owner, "owner");
         byte[][] k = {keys(key.namespace()).record(key)};
-        byte[][] a = {
-            utf8(owner), now(clock.instant()), number(span.toMillis()), number(expiryMargin.toMillis()), result
-        };
+        byte[][] a = {utf8(owner), now(), number(span.toMillis()), expiryMarginArg, result};
         return link.call(script, ScriptOutputType.VALUE, k, a);
     }
 
     @Override
     public Optional<StoredRecord> lookup(IdempotencyKey key) {
         byte[][] k = {keys(key.namespace()).record(key)};
-        byte[][] a = {now(clock.instant())};
+        byte[][] a = {now()};
         List<Object> v = link.<List<Object>>call(Script.LOOKUP, ScriptOutputType.MULTI, k, a)
                 .await();
         if (v.isEmpty()) {

@@ -80,6 +80,8 @@ final class Sql {
      */
     private final String insertOneMark;
     private final Map<Lock, String> selectOneById;
+    /** The batch inserts of marks, by row count. */
+    private final StatementTexts<Integer, String> insertMarksByRows = new StatementTexts<>(64, this::insertMarks);
 
     Sql(Dialect dialect, String table) {
         this.dialect = dialect;
@@ -485,7 +487,7 @@ final class Sql {
                 insertMarksFromArrays(c, chunk, fingerprints, owner, now, expiresAt, lockWaitSeconds, inserted, found);
                 continue;
             }
-            String sql = chunk.size() == 1 ? insertOneMark : insertMarks(chunk.size());
+            String sql = chunk.size() == 1 ? insertOneMark : insertMarksByRows.of(chunk.size());
             try (PreparedStatement ps = c.prepareStatement(sql)) {
                 ps.setQueryTimeout(lockWaitSeconds);
                 int p = 1;

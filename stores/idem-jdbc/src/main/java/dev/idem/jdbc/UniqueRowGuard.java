@@ -9,7 +9,6 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.ConcurrentHashMap;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -28,12 +27,9 @@ import org.jspecify.annotations.Nullable;
  * inserts (the first rolled back). Immutable and thread-safe.
  */
 public final class UniqueRowGuard {
-    /** Bounds {@link #inserts} for rows whose columns vary without end (theirs are built per call). */
-    private static final int MAX_CACHED_INSERTS = 64;
-
     private final String table;
     private final List<String> uniqueKey;
-    private final Map<List<String>, InsertText> inserts = new ConcurrentHashMap<>();
+    private final StatementTexts<List<String>, InsertText> inserts = new StatementTexts<>(64, this::insertText);
     private volatile @Nullable Dialect dialect;
 
     private UniqueRowGuard(Builder b) {
@@ -49,9 +45,7 @@ public final class UniqueRowGuard {
     public Outcome insertOnce(Connection c, Map<String, ?> row, TransactionalHandler onInserted) throws Exception {
         OwnTransaction.requireTransaction(c, "UniqueRowGuard");
         List<String> columns = new ArrayList<>(row.keySet());
-        InsertText insert = inserts.size() < MAX_CACHED_INSERTS
-                ? inserts.computeIfAbsent(columns, this::insertText)
-                : insertText(columns);
+        InsertText insert = inserts.of(columns);
         List<@Nullable Object> values = new ArrayList<>();
         columns.forEach(col -> values.add(row.get(col)));
         Dialect d = dialect(c);
@@ -79,10 +73,7 @@ public final class UniqueRowGuard {
         return GuardedRow.applied(c, onInserted, "inserted into " + table);
     }
 
-    /**
-     * The insert of a row of these columns, checked and built once per column list: a driver's statement cache hashes
-     * and compares the text of every statement, which for a text built anew per call costs more than building it.
-     */
+    /** The insert of a row of these columns, after checking them (built once per column list, see {@link #inserts}). */
     private InsertText insertText(List<String> columns) {
         columns.forEach(col -> Schema.identifier("column", col));
         if (!columns.containsAll(uniqueKey)) {

@@ -17,9 +17,10 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * Extends the leases of running handlers: each a third of the lease after its claim and then every third, checked every
- * sixth (so each extension comes between a third and a half of the lease after the one before). Every watchdog of the
- * JVM sweeps on one shared daemon thread (200 guards, one thread); a renewal only waits for its store's {@code
- * extend}, so a store whose calls can hang must bound them (query or command timeouts), as every shipped store does.
+ * sixth of the lease and at least every second (so each extension comes between a third and a half of the lease after
+ * the one before, and a failed one is retried at the next check). Every watchdog of the JVM sweeps on one shared daemon
+ * thread (200 guards, one thread); a renewal only waits for its store's {@code extend}, so a store whose calls can hang
+ * must bound them (query or command timeouts), as every shipped store does.
  *
  * <p>Starting and ending a watch only adds it to and removes it from a set: a handling that ends within a third of the
  * lease never touches the scheduler (scheduling and cancelling a task per handling woke the shared thread every time,
@@ -47,7 +48,8 @@ public final class LeaseWatchdog {
         this.listener = listener;
         this.lease = lease;
         this.renewEveryNanos = lease.toNanos() / 3;
-        this.sweepEveryMillis = Math.max(1, lease.toMillis() / 6);
+        // at most a second: an idle watchdog's sweep (holding the watchdog and its store) ends within a second
+        this.sweepEveryMillis = Math.max(1, Math.min(lease.toMillis() / 6, 1000));
     }
 
     /** Starts extending {@code owner}'s lease on {@code key} until the returned watch is closed. */
@@ -55,7 +57,13 @@ public final class LeaseWatchdog {
         Watch watch = new Watch(key, owner, System.nanoTime() + renewEveryNanos);
         running.add(watch);
         if (sweeping.compareAndSet(false, true)) {
-            new Sweep().start();
+            try {
+                new Sweep().start();
+            } catch (RuntimeException | Error e) { // no sweep was scheduled: let the next watch start one
+                running.remove(watch);
+                sweeping.set(false);
+                throw e;
+            }
         }
         return watch;
     }
@@ -81,6 +89,14 @@ public final class LeaseWatchdog {
          */
         @Override
         public void run() {
+            try {
+                sweep();
+            } catch (Throwable t) {
+                // nothing may end this sweep (see above); renew() already contains each watch's failure
+            }
+        }
+
+        private void sweep() {
             if (stopped) {
                 return;
             }
@@ -94,8 +110,8 @@ public final class LeaseWatchdog {
             }
             long now = System.nanoTime();
             for (Watch watch : running) {
-                if (!watch.closed && now - watch.due >= 0) {
-                    renew(watch);
+                // a failed extension keeps its due time: it is retried at the next sweep, not a third later
+                if (!watch.closed && now - watch.due >= 0 && renew(watch)) {
                     watch.due = System.nanoTime() + renewEveryNanos;
                 }
             }
@@ -110,18 +126,24 @@ public final class LeaseWatchdog {
         }
     }
 
-    private void renew(Watch watch) {
+    /** One extension; true when the store answered (whatever it answered), false when it must be retried. */
+    private boolean renew(Watch watch) {
         try {
-            extend(watch);
+            return extend(watch);
         } catch (Throwable t) {
-            LOG.log(
-                    System.Logger.Level.WARNING,
-                    "lease extension of " + watch.key.logId() + " failed, retried at the next sweep",
-                    t);
+            try {
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "lease extension of " + watch.key.logId() + " failed, retried at the next sweep",
+                        t);
+            } catch (Throwable logging) {
+                // the log line itself failed (out of memory, a throwable that cannot be printed): retry anyway
+            }
+            return false;
         }
     }
 
-    private void extend(Watch watch) {
+    private boolean extend(Watch watch) {
         UpdateResult result;
         try {
             result = store.extend(watch.key, watch.owner, lease);
@@ -131,16 +153,17 @@ public final class LeaseWatchdog {
                     IdempotencyEvent.Type.STORE_UNAVAILABLE,
                     watch.key,
                     "lease extension failed, retried at the next sweep: " + detail);
-            return;
+            return false;
         }
         if (result != UpdateResult.APPLIED && !watch.closed) {
             // (a renewal still running when its handling completed or released sees NOT_OWNER/NOT_FOUND: not a loss)
+            watch.close(); // first: a listener that throws must not keep a lost lease renewed and reported again
             report(
                     IdempotencyEvent.Type.LEASE_LOST,
                     watch.key,
                     "lease could not be extended (" + result + ") while the handler still runs");
-            watch.close();
         }
+        return true;
     }
 
     private void report(IdempotencyEvent.Type type, IdempotencyKey key, String message) {

@@ -36,10 +36,8 @@ import org.jspecify.annotations.Nullable;
  *       redelivery finds the guarded row applied or not.
  * </ul>
  *
- * On MariaDB/MySQL and H2 the work's connection is watched: when none of its calls failed, or failed only in a way
- * that rolls back the statement alone (a duplicate key, a constraint, a data error), the database provably did not
- * roll the work back under it. Otherwise the work runs once more in a transaction that carries a savepoint proving
- * it before the commit (two round trips). Immutable and thread-safe. Does not own the data source.
+ * On MariaDB/MySQL and H2 each transaction carries one savepoint that proves, before the commit, that the database
+ * did not roll the work back under it (two round trips). Immutable and thread-safe. Does not own the data source.
  */
 public final class OwnTransaction {
     private final DataSource dataSource;
@@ -67,14 +65,8 @@ public final class OwnTransaction {
     /** Runs {@code work} in a new transaction, see the class comment. */
     public Outcome run(TransactionalHandler work) {
         Objects.requireNonNull(work, "work");
-        boolean savepointGuard = false;
         for (int attempt = 1; ; attempt++) {
-            Outcome outcome = once(work, savepointGuard);
-            if (outcome == RERUN_WITH_SAVEPOINT) {
-                savepointGuard = true;
-                attempt--; // not a deadlock: one more run, proven by the savepoint
-                continue;
-            }
+            Outcome outcome = once(work);
             if (outcome != RETRY) {
                 return outcome;
             }
@@ -88,10 +80,7 @@ public final class OwnTransaction {
     /** Marks a transaction to run again; never handed to a caller. */
     private static final Outcome RETRY = Outcome.inProgress("retry", null);
 
-    /** Marks a transaction to run again under a savepoint that proves it whole; never handed to a caller. */
-    private static final Outcome RERUN_WITH_SAVEPOINT = Outcome.inProgress("rerun with a savepoint", null);
-
-    private Outcome once(TransactionalHandler work, boolean savepointGuard) {
+    private Outcome once(TransactionalHandler work) {
         Dialect d;
         try {
             d = dialect();
@@ -100,17 +89,10 @@ public final class OwnTransaction {
         }
         try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, d, false)) {
             Connection c = tx.connection();
-            WatchedConnection watched = null;
-            if (savepointGuard) {
-                tx.guardAgainstSilentRollback();
-            } else if (d != Dialect.POSTGRESQL) {
-                watched = new WatchedConnection(c);
-            }
+            tx.guardAgainstSilentRollback();
             Outcome outcome;
             try {
-                outcome = Objects.requireNonNull(
-                        work.handle(watched == null ? c : watched.connection()),
-                        "the work must return an Outcome, not null");
+                outcome = Objects.requireNonNull(work.handle(c), "the work must return an Outcome, not null");
             } catch (Exception e) {
                 if (SqlErrors.isDeadlock(e)) {
                     return RETRY;
@@ -119,9 +101,6 @@ public final class OwnTransaction {
             }
             if (!outcome.isFinal()) {
                 return outcome;
-            }
-            if (watched != null && !watched.provablyWhole()) {
-                return RERUN_WITH_SAVEPOINT; // something went by that may have rolled the work back: closing rolls back
             }
             OwnedTransaction.Commit commit = tx.commit();
             SQLException cause = commit.cause();

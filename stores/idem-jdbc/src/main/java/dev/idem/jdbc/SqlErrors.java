@@ -43,16 +43,6 @@ final class SqlErrors {
     }
 
     /** A unique key already holds the value (PostgreSQL and H2: SQLState 23505; MariaDB/MySQL: error 1062). */
-    /**
-     * A constraint violation (SQLSTATE class 23: a duplicate key, a foreign key, NOT NULL, CHECK) or a data exception
-     * (class 22: a value too long, out of range, a division by zero): MariaDB/MySQL (InnoDB) and H2 roll back the
-     * failed statement only, never the transaction around it.
-     */
-    static boolean rollsBackTheStatementOnly(Throwable t) {
-        String state = t instanceof SQLException e ? e.getSQLState() : null;
-        return state != null && (state.startsWith("23") || state.startsWith("22"));
-    }
-
     static boolean isDuplicateKey(SQLException e) {
         return "23505".equals(e.getSQLState()) || e.getErrorCode() == 1062;
     }

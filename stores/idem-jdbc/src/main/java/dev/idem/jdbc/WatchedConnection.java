@@ -14,13 +14,11 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The connection a handler (or a guard's own transaction's work) gets on MariaDB/MySQL and H2, which roll a deadlock
- * victim's whole transaction back, marks included: it notes whether anything that could have ended the transaction
- * went by. A database that rolls the transaction back says so to the statement that ran into it, so when no call on
- * this connection (or on a statement, result set or metadata it gave out) failed, or failed only in a way that rolls
- * back the statement alone, and the work took no driver object out of reach ({@code unwrap}) nor ended the
- * transaction itself, what the transaction wrote is provably still there: the inbox needs no count of its marks, an
- * own transaction no savepoint.
+ * The connection a handler gets on MariaDB/MySQL and H2, which roll a deadlock victim's whole transaction back, marks
+ * included: it notes whether anything that could have ended the transaction went by. A database that rolls the
+ * transaction back says so to the statement that ran into it, so when no call on this connection (or on a statement,
+ * result set or metadata it gave out) failed, and the handler took no driver object out of reach ({@code unwrap}) nor
+ * ended the transaction itself, the marks are provably still there and need no counting before the commit.
  */
 final class WatchedConnection {
     private static final Set<Class<?>> WATCHED = Set.of(
@@ -42,7 +40,6 @@ final class WatchedConnection {
 
     private final Connection connection;
     private volatile boolean unsure;
-    private volatile boolean wholeRollbackPossible;
 
     WatchedConnection(Connection connection) {
         this.connection = watch(connection, Connection.class);
@@ -53,17 +50,9 @@ final class WatchedConnection {
         return connection;
     }
 
-    /** True when nothing went by that could have rolled the transaction back: no failure, nothing unwrapped or ended. */
+    /** True when nothing went by that could have rolled the transaction back. */
     boolean provablyIntact() {
         return !unsure;
-    }
-
-    /**
-     * True when nothing went by that could have rolled the whole transaction back: any failure was of a kind that
-     * rolls back its statement only ({@link SqlErrors#rollsBackTheStatementOnly}), nothing unwrapped or ended.
-     */
-    boolean provablyWhole() {
-        return !wholeRollbackPossible;
     }
 
     private <T> T watch(Object target, Class<T> type) {
@@ -72,7 +61,6 @@ final class WatchedConnection {
                     String name = method.getName();
                     if (name.equals("unwrap") || (type == Connection.class && ENDS_THE_TRANSACTION.contains(name))) {
                         unsure = true;
-                        wholeRollbackPossible = true;
                     }
                     Object result;
                     try {
@@ -80,9 +68,6 @@ final class WatchedConnection {
                     } catch (InvocationTargetException e) {
                         unsure = true;
                         Throwable cause = e.getCause();
-                        if (cause == null || !SqlErrors.rollsBackTheStatementOnly(cause)) {
-                            wholeRollbackPossible = true;
-                        }
                         throw cause == null ? e : cause;
                     }
                     Class<?> returned = method.getReturnType();

@@ -9,11 +9,9 @@ import dev.idem.Guard;
 import dev.idem.Outcome;
 import dev.idem.testsupport.CountingSocketFactory;
 import dev.idem.testsupport.TestDatabase;
-import java.util.Map;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
@@ -70,38 +68,6 @@ class LeaseStoreRoundTripsTest {
     @EnumSource(Clock.class)
     void postgres_onAManualCommitPool_costsWhatItCostsInAutoCommit(Clock clock) {
         assertRoundTrips(postgres, clock, 2, 1, false);
-    }
-
-    /**
-     * The business part of a lease-store handling on MariaDB: a unique ledger row in the guard's own transaction costs
-     * switching auto-commit off, the insert and the commit; a duplicate row one read more (which of the unique keys
-     * was taken). The savepoint that proved the transaction whole (two round trips more) is set only when a call of
-     * the work failed other than on a constraint or a data error.
-     */
-    @Test
-    void mariadb_aUniqueRowInItsOwnTransaction_costsNoSavepoint() {
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(CountingSocketFactory.urlWithCounting(mariadb.url()));
-        config.setMaximumPoolSize(1);
-        try (HikariDataSource pool = new HikariDataSource(config)) {
-            mariadb.execute("CREATE TABLE own_ledger (payment_id VARCHAR(64) PRIMARY KEY, amount BIGINT NOT NULL)");
-            UniqueRowGuard ledger = UniqueRowGuard.builder()
-                    .table("own_ledger")
-                    .uniqueKey("payment_id")
-                    .build();
-            OwnTransaction own = OwnTransaction.of(pool);
-            for (int i = 0; i < 20; i++) { // warm the pool and the dialect
-                own.run(c -> ledger.insertOnce(
-                        c, Map.of("payment_id", "warm-" + next(), "amount", 1L), TransactionalHandler.NONE));
-            }
-            String id = "pay-" + next();
-            long newTrips = perMessage(() -> own.run(
-                    c -> ledger.insertOnce(c, Map.of("payment_id", id, "amount", 10L), TransactionalHandler.NONE)));
-            long duplicateTrips = perMessage(() -> own.run(
-                    c -> ledger.insertOnce(c, Map.of("payment_id", id, "amount", 10L), TransactionalHandler.NONE)));
-            assertThat(newTrips).as("round trips of a new row").isEqualTo(3);
-            assertThat(duplicateTrips).as("round trips of a duplicate row").isEqualTo(4);
-        }
     }
 
     private static void assertRoundTrips(TestDatabase db, Clock clock, long perNew, long perDuplicate) {

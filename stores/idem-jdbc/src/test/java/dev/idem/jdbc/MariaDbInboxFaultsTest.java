@@ -114,32 +114,6 @@ class MariaDbInboxFaultsTest extends InboxFaultsContract {
     }
 
     /**
-     * A guard's own transaction skips its savepoint when the work's calls did not fail (or failed on a constraint): a
-     * work that swallows a deadlock, which rolled back what it wrote before, and carries on in the transaction InnoDB
-     * opened after it, must never commit that half. It runs again under the savepoint, whole.
-     */
-    @Test
-    @Timeout(60)
-    void ownTransaction_workSwallowingADeadlock_runsAgainWhole_andNothingIsHalfApplied() throws Exception {
-        AtomicInteger runs = new AtomicInteger();
-
-        Outcome outcome = OwnTransaction.of(db.dataSource()).run(c -> {
-            pay("before", 2, 5).handle(c);
-            if (runs.incrementAndGet() == 1) {
-                swallowDeadlock(c);
-            }
-            return pay("after", 1, 10).handle(c);
-        });
-
-        assertThat(outcome.type()).as("%s", outcome).isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(runs).as("run again after the deadlock the work swallowed").hasValue(2);
-        assertThat(ledgerRows("before")).isEqualTo(1);
-        assertThat(ledgerRows("after")).isEqualTo(1);
-        assertThat(balance(2)).isEqualTo(INITIAL_BALANCE - 5);
-        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
-    }
-
-    /**
      * Makes {@code c}'s transaction the victim of a real deadlock and swallows the error: c locks account 7, a heavier
      * transaction locks account 8 and waits for 7, then c asks for 8. InnoDB rolls back the lighter one, c.
      */

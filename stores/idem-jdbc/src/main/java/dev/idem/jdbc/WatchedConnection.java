@@ -9,6 +9,7 @@ import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.Statement;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -18,7 +19,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * included: it notes whether anything that could have ended the transaction went by. A database that rolls the
  * transaction back says so to the statement that ran into it, so when no call on this connection (or on a statement,
  * result set or metadata it gave out) failed, and the handler took no driver object out of reach ({@code unwrap}) nor
- * ended the transaction itself, the marks are provably still there and need no counting before the commit.
+ * ended the transaction itself (a {@code Connection} call, or SQL text that may end it: see {@link
+ * #mayEndTheTransaction}), the marks are provably still there and need no counting before the commit.
  */
 final class WatchedConnection {
     private static final Set<Class<?>> WATCHED = Set.of(
@@ -35,8 +37,15 @@ final class WatchedConnection {
      */
     private static final Map<Method, Method> OPENED = new ConcurrentHashMap<>();
 
-    private static final Set<String> ENDS_THE_TRANSACTION =
-            Set.of("commit", "rollback", "setAutoCommit", "close", "abort", "releaseSavepoint");
+    /** The connection's calls that end the transaction, or may (a procedure that commits or rolls back). */
+    private static final Set<String> MAY_END_THE_TRANSACTION =
+            Set.of("commit", "rollback", "setAutoCommit", "close", "abort", "releaseSavepoint", "prepareCall");
+    /** The calls whose first argument is SQL text. */
+    private static final Set<String> TAKES_SQL =
+            Set.of("prepareStatement", "execute", "executeQuery", "executeUpdate", "executeLargeUpdate", "addBatch");
+    /** The statements that cannot end a transaction: triggers and stored functions may not commit or roll back. */
+    private static final List<String> PLAIN_STATEMENTS =
+            List.of("SELECT", "INSERT", "UPDATE", "DELETE", "REPLACE", "WITH", "VALUES");
 
     private final Connection connection;
     private volatile boolean unsure;
@@ -59,7 +68,13 @@ final class WatchedConnection {
         return type.cast(Proxy.newProxyInstance(
                 WatchedConnection.class.getClassLoader(), new Class<?>[] {type}, (proxy, method, args) -> {
                     String name = method.getName();
-                    if (name.equals("unwrap") || (type == Connection.class && ENDS_THE_TRANSACTION.contains(name))) {
+                    if (name.equals("unwrap")
+                            || (type == Connection.class && MAY_END_THE_TRANSACTION.contains(name))
+                            || (args != null
+                                    && args.length > 0
+                                    && args[0] instanceof String sql
+                                    && TAKES_SQL.contains(name)
+                                    && mayEndTheTransaction(sql))) {
                         unsure = true;
                     }
                     Object result;
@@ -73,6 +88,32 @@ final class WatchedConnection {
                     Class<?> returned = method.getReturnType();
                     return result != null && WATCHED.contains(returned) ? watch(result, returned) : result;
                 }));
+    }
+
+    /**
+     * True unless {@code sql} is one statement that starts with a keyword of {@link #PLAIN_STATEMENTS}: text such as
+     * {@code ROLLBACK}, {@code COMMIT}, {@code START TRANSACTION}, {@code SET autocommit}, DDL (which commits on
+     * MariaDB/MySQL), {@code LOCK TABLES}, {@code XA} or a {@code CALL} of a procedure that rolls back ends the
+     * transaction with no failing call and no {@code Connection} method to show it. Errs on the side of counting: a
+     * leading comment, or a semicolon inside a literal, counts as such text too.
+     */
+    static boolean mayEndTheTransaction(String sql) {
+        int start = 0;
+        while (start < sql.length() && (Character.isWhitespace(sql.charAt(start)) || sql.charAt(start) == '(')) {
+            start++;
+        }
+        int semicolon = sql.indexOf(';', start);
+        if (semicolon >= 0 && !sql.substring(semicolon + 1).isBlank()) {
+            return true; // a second statement
+        }
+        for (String keyword : PLAIN_STATEMENTS) {
+            int end = start + keyword.length();
+            if (sql.regionMatches(true, start, keyword, 0, keyword.length())
+                    && (end == sql.length() || !Character.isLetterOrDigit(sql.charAt(end)))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /**

@@ -8,8 +8,10 @@ import dev.idem.Delivery;
 import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
 import dev.idem.testsupport.TestDatabase;
+import java.sql.CallableStatement;
 import java.sql.Connection;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -19,6 +21,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class MariaDbInboxFaultsTest extends InboxFaultsContract {
     @Override
@@ -111,6 +115,45 @@ class MariaDbInboxFaultsTest extends InboxFaultsContract {
         }
         assertThat(ledgerRows("p1")).isZero();
         assertThat(marks()).isZero();
+    }
+
+    /**
+     * Regression: SQL text that ends the transaction (a {@code ROLLBACK} sent as a statement, a procedure whose error
+     * handler rolls back and returns without an error) went by with no failing call and no {@code Connection} method:
+     * the inbox skipped its count of the marks, committed the effect without them ({@code PROCESSED}), and the
+     * redelivery paid again.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"ROLLBACK", "CALL quiet_rollback()", "{call quiet_rollback()}"})
+    @Timeout(60)
+    void handlerEndingTheTransactionBySqlText_isNeverProcessedWithoutItsMark(String sql) throws Exception {
+        db.execute("CREATE TABLE IF NOT EXISTS taken (id INT PRIMARY KEY)");
+        db.execute("INSERT IGNORE INTO taken VALUES (1)");
+        db.execute("CREATE OR REPLACE PROCEDURE quiet_rollback() BEGIN"
+                + " DECLARE EXIT HANDLER FOR SQLEXCEPTION ROLLBACK; INSERT INTO taken VALUES (1); END");
+        JdbcInbox inbox = inbox();
+        AtomicInteger runs = new AtomicInteger();
+
+        Outcome outcome = inbox.handle(Delivery.of("p1"), c -> {
+            if (runs.incrementAndGet() == 1) {
+                if (sql.startsWith("{")) {
+                    try (CallableStatement call = c.prepareCall(sql)) {
+                        call.execute();
+                    }
+                } else {
+                    try (Statement s = c.createStatement()) {
+                        s.execute(sql);
+                    }
+                }
+            }
+            return pay("p1", 1, 10).handle(c);
+        });
+        Outcome redelivered = inbox.handle(Delivery.of("p1"), pay("p1", 1, 10));
+
+        assertThat(outcome.type()).as("%s", outcome).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(redelivered.type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(ledgerRows("p1")).isEqualTo(1);
+        assertThat(balance(1)).isEqualTo(INITIAL_BALANCE - 10);
     }
 
     /**

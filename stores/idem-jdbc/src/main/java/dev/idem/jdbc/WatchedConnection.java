@@ -37,9 +37,13 @@ final class WatchedConnection {
      */
     private static final Map<Method, Method> OPENED = new ConcurrentHashMap<>();
 
-    /** The connection's calls that end the transaction, or may (a procedure that commits or rolls back). */
-    private static final Set<String> MAY_END_THE_TRANSACTION =
-            Set.of("commit", "rollback", "setAutoCommit", "close", "abort", "releaseSavepoint", "prepareCall");
+    /**
+     * The connection's calls that end the transaction, or may: a procedure that commits or rolls back, and {@code
+     * isValid}, in which MariaDB's driver reads an error left on the socket (a deadlock that ended a streamed read)
+     * and answers false without throwing.
+     */
+    private static final Set<String> MAY_END_THE_TRANSACTION = Set.of(
+            "commit", "rollback", "setAutoCommit", "close", "abort", "releaseSavepoint", "prepareCall", "isValid");
     /** The calls whose first argument is SQL text. */
     private static final Set<String> TAKES_SQL =
             Set.of("prepareStatement", "execute", "executeQuery", "executeUpdate", "executeLargeUpdate", "addBatch");

@@ -17,14 +17,12 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
-import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
-import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -297,16 +295,12 @@ class GuardTest {
     }
 
     /** Runs a handler that waits (up to 10 s) for the watchdog to extend its lease; answers the outcome's type. */
-    private static Outcome.Type runUntilExtended(Guard g, InMemoryStore store, String id) throws Exception {
-        IdempotencyKey key = IdempotencyKey.of("payments", id);
+    private static Outcome.Type runUntilExtended(Guard g, InMemoryStore store, String id) {
         AtomicBoolean extended = new AtomicBoolean();
-        Outcome outcome = g.run(id, () -> {
-            Instant firstDeadline = store.lookup(key).orElseThrow().expiresAt();
-            long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (!extended.get() && System.nanoTime() < giveUp) {
-                extended.set(store.lookup(key).orElseThrow().expiresAt().isAfter(firstDeadline));
-            }
-        });
+        Outcome outcome = g.run(
+                id,
+                () -> extended.set(
+                        LeaseWaits.extendedWithin(store, IdempotencyKey.of("payments", id), Duration.ofSeconds(10))));
         assertThat(extended)
                 .as("lease of " + id + " extended while its handler ran")
                 .isTrue();
@@ -376,14 +370,13 @@ class GuardTest {
     }
 
     /** Counts round trips: batch calls, and single claims or completions. */
-    private static final class CountingStore implements IdempotencyStore {
+    private static final class CountingStore extends ForwardingStore {
         final AtomicInteger claimAlls = new AtomicInteger();
         final AtomicInteger completeAlls = new AtomicInteger();
         final AtomicInteger singleCalls = new AtomicInteger();
-        private final IdempotencyStore delegate;
 
         CountingStore(IdempotencyStore delegate) {
-            this.delegate = delegate;
+            super(delegate);
         }
 
         @Override
@@ -409,43 +402,12 @@ class GuardTest {
             singleCalls.incrementAndGet();
             return delegate.complete(key, owner, result, retention);
         }
-
-        @Override
-        public UpdateResult release(IdempotencyKey key, String owner) {
-            return delegate.release(key, owner);
-        }
-
-        @Override
-        public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
-            return delegate.extend(key, owner, lease);
-        }
-
-        @Override
-        public Optional<StoredRecord> lookup(IdempotencyKey key) {
-            return delegate.lookup(key);
-        }
-
-        @Override
-        public String describe() {
-            return delegate.describe();
-        }
-
-        @Override
-        public void close() {
-            delegate.close();
-        }
     }
 
     /** A store whose completions fail as if the backend went away after the claim. */
-    private record FailingCompletions(IdempotencyStore delegate) implements IdempotencyStore {
-        @Override
-        public ClaimResult claim(ClaimRequest request) {
-            return delegate.claim(request);
-        }
-
-        @Override
-        public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
-            return delegate.claimAll(requests);
+    private static final class FailingCompletions extends ForwardingStore {
+        FailingCompletions(IdempotencyStore delegate) {
+            super(delegate);
         }
 
         @Override
@@ -454,28 +416,8 @@ class GuardTest {
         }
 
         @Override
-        public UpdateResult release(IdempotencyKey key, String owner) {
-            return delegate.release(key, owner);
-        }
-
-        @Override
-        public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
-            return delegate.extend(key, owner, lease);
-        }
-
-        @Override
-        public Optional<StoredRecord> lookup(IdempotencyKey key) {
-            return delegate.lookup(key);
-        }
-
-        @Override
         public String describe() {
             return "failing-completions";
-        }
-
-        @Override
-        public void close() {
-            delegate.close();
         }
     }
 }

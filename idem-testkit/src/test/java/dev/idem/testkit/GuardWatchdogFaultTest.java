@@ -8,8 +8,6 @@ import dev.idem.IdempotencyKey;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import dev.idem.StoreUnavailableException;
-import dev.idem.spi.ClaimRequest;
-import dev.idem.spi.ClaimResult;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
@@ -19,9 +17,8 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.Test;
 
 /** The swept lease watchdog under faults: a failed extension, a throwable that escapes logging, an idle guard, a lost lease. */
@@ -45,12 +42,8 @@ class GuardWatchdogFaultTest {
                     .lease(Duration.ofMillis(1200))
                     .listener(events::add)
                     .build()) {
-                Outcome outcome = g.run("pay-1", () -> {
-                    long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                    while (store.extendCalls.get() < 2 && System.nanoTime() < giveUp) {
-                        Thread.sleep(5);
-                    }
-                });
+                Outcome outcome = g.run(
+                        "pay-1", () -> LeaseWaits.waitFor(() -> store.extendCalls.get() >= 2, Duration.ofSeconds(10)));
 
                 assertThat(store.extendCalls)
                         .as("extension retried after the failure")
@@ -79,29 +72,17 @@ class GuardWatchdogFaultTest {
                     .lease(Duration.ofMillis(300))
                     .listener(events::add)
                     .build()) {
-                g.run("pay-1", () -> {
-                    long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-                    while (erring.extendCalls.get() < 1 && System.nanoTime() < giveUp) {
-                        Thread.sleep(5);
-                    }
-                });
+                g.run("pay-1", () -> LeaseWaits.waitFor(() -> erring.extendCalls.get() >= 1, Duration.ofSeconds(10)));
                 assertThat(erring.extendCalls)
                         .as("the failing extension was attempted")
                         .hasValueGreaterThan(0);
 
                 IdempotencyKey key = IdempotencyKey.of("payments", "pay-2");
-                boolean[] extended = {false};
-                Outcome outcome = g.run("pay-2", () -> {
-                    Instant firstDeadline = realTime.lookup(key).orElseThrow().expiresAt();
-                    long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
-                    while (!extended[0] && System.nanoTime() < giveUp) {
-                        extended[0] =
-                                realTime.lookup(key).orElseThrow().expiresAt().isAfter(firstDeadline);
-                        Thread.sleep(5);
-                    }
-                });
+                AtomicBoolean extended = new AtomicBoolean();
+                Outcome outcome = g.run(
+                        "pay-2", () -> extended.set(LeaseWaits.extendedWithin(realTime, key, Duration.ofSeconds(5))));
 
-                assertThat(extended[0]).as("a later handling's lease extended").isTrue();
+                assertThat(extended).as("a later handling's lease extended").isTrue();
                 assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
             }
         }
@@ -115,11 +96,12 @@ class GuardWatchdogFaultTest {
     @Test
     void anIdleClosedGuard_leavesNoPeriodicTaskHoldingItsStore() throws Exception {
         WeakReference<InMemoryStore> store = handleOnceAndDrop();
-        long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (store.get() != null && System.nanoTime() < giveUp) {
-            System.gc();
-            Thread.sleep(50);
-        }
+        LeaseWaits.waitFor(
+                () -> {
+                    System.gc();
+                    return store.get() == null;
+                },
+                Duration.ofSeconds(10));
         assertThat(store.get())
                 .as("the store of an idle, closed guard is still held")
                 .isNull();
@@ -163,12 +145,7 @@ class GuardWatchdogFaultTest {
                         }
                     })
                     .build()) {
-                g.run("pay-1", () -> {
-                    long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-                    while (lostExtends.get() < 2 && System.nanoTime() < giveUp) {
-                        Thread.sleep(5);
-                    }
-                });
+                g.run("pay-1", () -> LeaseWaits.waitFor(() -> lostExtends.get() >= 2, Duration.ofSeconds(2)));
             }
             assertThat(lostExtends).as("extensions after the lease was lost").hasValue(1);
             assertThat(events)
@@ -193,14 +170,13 @@ class GuardWatchdogFaultTest {
      * Real time, Redis semantics: a lease that has lapsed is gone (its extension answers NOT_FOUND, and is recorded
      * in {@link #lapsed}); the first extension fails after {@code firstFailureTakes}, as a command timeout does.
      */
-    private static class ExpiringStore implements IdempotencyStore {
-        final InMemoryStore delegate;
+    private static class ExpiringStore extends ForwardingStore {
         final Duration firstFailureTakes;
         final AtomicInteger extendCalls = new AtomicInteger();
         final List<String> lapsed = new CopyOnWriteArrayList<>();
 
-        ExpiringStore(InMemoryStore delegate, Duration firstFailureTakes) {
-            this.delegate = delegate;
+        ExpiringStore(IdempotencyStore delegate, Duration firstFailureTakes) {
+            super(delegate);
             this.firstFailureTakes = firstFailureTakes;
         }
 
@@ -227,33 +203,8 @@ class GuardWatchdogFaultTest {
         }
 
         @Override
-        public ClaimResult claim(ClaimRequest request) {
-            return delegate.claim(request);
-        }
-
-        @Override
-        public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
-            return delegate.complete(key, owner, result, retention);
-        }
-
-        @Override
-        public UpdateResult release(IdempotencyKey key, String owner) {
-            return delegate.release(key, owner);
-        }
-
-        @Override
-        public Optional<StoredRecord> lookup(IdempotencyKey key) {
-            return delegate.lookup(key);
-        }
-
-        @Override
         public String describe() {
             return "expiring(" + delegate.describe() + ")";
-        }
-
-        @Override
-        public void close() {
-            delegate.close();
         }
     }
 }

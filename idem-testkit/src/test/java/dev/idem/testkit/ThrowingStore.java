@@ -5,12 +5,10 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
-import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.jspecify.annotations.Nullable;
@@ -20,7 +18,7 @@ import org.jspecify.annotations.Nullable;
  * exception, not only {@code StoreUnavailableException}) for its first {@code times} calls, then works on the
  * delegate. Proves "the guard never throws".
  */
-final class ThrowingStore implements IdempotencyStore {
+final class ThrowingStore extends ForwardingStore {
 
     /** The operations that can be made to throw. */
     enum Op {
@@ -32,14 +30,13 @@ final class ThrowingStore implements IdempotencyStore {
         EXTEND
     }
 
-    private final IdempotencyStore delegate;
     private final Set<Op> failing;
     private final Throwable failure;
     private final AtomicInteger failuresLeft;
     final AtomicInteger extendCalls = new AtomicInteger();
 
     private ThrowingStore(IdempotencyStore delegate, Set<Op> failing, Throwable failure, int times) {
-        this.delegate = delegate;
+        super(delegate);
         this.failing = failing;
         this.failure = failure;
         this.failuresLeft = new AtomicInteger(times);
@@ -107,17 +104,7 @@ final class ThrowingStore implements IdempotencyStore {
     }
 
     @Override
-    public Optional<StoredRecord> lookup(IdempotencyKey key) {
-        return delegate.lookup(key);
-    }
-
-    @Override
     public String describe() {
         return "throwing(" + delegate.describe() + ")";
-    }
-
-    @Override
-    public void close() {
-        delegate.close();
     }
 }

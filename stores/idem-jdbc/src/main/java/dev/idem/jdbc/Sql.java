@@ -73,14 +73,8 @@ final class Sql {
     private final String extendOnGivenClock;
     private final String extendOnDatabaseClock;
     private final String insertMarksFromArrays;
-    /*
-     * Built once, as every text above: a driver's statement cache hashes and compares the text of every statement it
-     * is handed, which for a text built anew per call cost a JDBC inbox a tenth of its own CPU. H2 inserts its marks
-     * one at a time by a statement of its own.
-     */
-    private final String insertOneMark;
     private final Map<Lock, String> selectOneById;
-    /** The batch inserts of marks, by row count. */
+    /** The inserts of marks by row count, built once each as every text above (H2 inserts one at a time, see insertH2). */
     private final StatementTexts<Integer, String> insertMarksByRows = new StatementTexts<>(64, this::insertMarks);
 
     Sql(Dialect dialect, String table) {
@@ -101,7 +95,6 @@ final class Sql {
         this.extendOnGivenClock = extend(given);
         this.extendOnDatabaseClock = extend(nowExpression());
         this.insertMarksFromArrays = insertMarksFromArrays();
-        this.insertOneMark = dialect == Dialect.H2 ? "" : insertMarks(1);
         this.selectOneById = new EnumMap<>(Lock.class);
         for (Lock lock : Lock.values()) {
             selectOneById.put(
@@ -487,7 +480,7 @@ final class Sql {
                 insertMarksFromArrays(c, chunk, fingerprints, owner, now, expiresAt, lockWaitSeconds, inserted, found);
                 continue;
             }
-            String sql = chunk.size() == 1 ? insertOneMark : insertMarksByRows.of(chunk.size());
+            String sql = insertMarksByRows.of(chunk.size());
             try (PreparedStatement ps = c.prepareStatement(sql)) {
                 ps.setQueryTimeout(lockWaitSeconds);
                 int p = 1;

@@ -483,31 +483,22 @@ abstract class BusinessGuardsContract {
         }
         Map<String, Object> narrow = Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100);
         Map<String, Object> wide = Map.of("transfer_id", "t-2", "account_id", "a", "amount", -100, "ref", "R2");
-        assertThat(own().run(c -> transferLedger.insertOnce(c, narrow, TransactionalHandler.NONE))
-                        .type())
-                .isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(own().run(c -> transferLedger.insertOnce(c, wide, TransactionalHandler.NONE))
-                        .type())
-                .isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(own().run(c -> transferLedger.insertOnce(c, narrow, TransactionalHandler.NONE))
-                        .type())
-                .isEqualTo(Outcome.Type.DUPLICATE);
-        assertThat(own().run(c -> transferLedger.insertOnce(c, wide, TransactionalHandler.NONE))
-                        .type())
-                .isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(insertTransfer(narrow).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(insertTransfer(wide).type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(insertTransfer(narrow).type()).isEqualTo(Outcome.Type.DUPLICATE);
+        assertThat(insertTransfer(wide).type()).isEqualTo(Outcome.Type.DUPLICATE);
+    }
+
+    /** Inserts a transfer ledger row once, in a transaction of its own. */
+    private Outcome insertTransfer(Map<String, Object> row) {
+        return own().run(c -> transferLedger.insertOnce(c, row, TransactionalHandler.NONE));
     }
 
     /** Regression: a new row that violated another unique constraint was taken for a duplicate and never applied. */
     @Test
     void uniqueRow_violatingAnotherUniqueConstraint_isRejectedNamingIt_notDuplicate() throws Exception {
-        Outcome first = own().run(c -> transferLedger.insertOnce(
-                c,
-                Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"),
-                TransactionalHandler.NONE));
-        Outcome other = own().run(c -> transferLedger.insertOnce(
-                c,
-                Map.of("transfer_id", "t-2", "account_id", "a", "amount", -100, "ref", "R1"),
-                TransactionalHandler.NONE));
+        Outcome first = insertTransfer(Map.of("transfer_id", "t-1", "account_id", "a", "amount", -100, "ref", "R1"));
+        Outcome other = insertTransfer(Map.of("transfer_id", "t-2", "account_id", "a", "amount", -100, "ref", "R1"));
         Outcome copy;
         try (Connection c = db.connection()) {
             c.setAutoCommit(false);

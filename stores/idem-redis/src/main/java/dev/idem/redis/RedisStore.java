@@ -105,7 +105,6 @@ public final class RedisStore implements IdempotencyStore {
     private final String prefix;
     private final Clock clock;
     private final boolean serverClock;
-    private final Duration expiryMargin;
     private final Duration armingDelay;
     private final byte[] expiryMarginArg;
     private final byte[] armingDelayArg;
@@ -121,9 +120,8 @@ public final class RedisStore implements IdempotencyStore {
         this.prefix = b.prefix;
         this.clock = b.clock;
         this.serverClock = b.serverClock();
-        this.expiryMargin = b.expiryMargin;
         this.armingDelay = b.armingDelay;
-        this.expiryMarginArg = number(expiryMargin.toMillis());
+        this.expiryMarginArg = number(b.expiryMargin.toMillis());
         this.armingDelayArg = number(armingDelay.toMillis());
         this.commandTimeout = b.commandTimeout;
         this.markLossPolicy = b.markLossPolicy;

@@ -266,9 +266,10 @@ public final class RedisStore implements IdempotencyStore {
 
     private void accept(Chunk chunk, List<Object> reply, List<ClaimRequest> requests, ClaimResult[] results) {
         long highest = 0;
+        long now = number(reply.get(2));
         for (int j = 0; j < chunk.indexes().size(); j++) {
             int i = chunk.indexes().get(j);
-            results[i] = claimResult(requests.get(i), list(reply.get(3 + j)));
+            results[i] = claimResult(requests.get(i), reply.get(3 + j), now);
             if (results[i] instanceof ClaimResult.Acquired acquired) {
                 highest = Math.max(highest, acquired.fencingToken());
             }
@@ -307,7 +308,14 @@ public final class RedisStore implements IdempotencyStore {
 
     @SuppressWarnings(
             "NullAway") // a stored result is `byte @Nullable []`: NullAway reads that only in JSpecify mode (JDK 22+)
-    private static ClaimResult claimResult(ClaimRequest request, List<Object> r) {
+    private static ClaimResult claimResult(ClaimRequest request, Object answer, long now) {
+        if (answer instanceof Long token) { // a free key, claimed: its lease runs from the call's now
+            return new ClaimResult.Claimed(
+                    request.owner(),
+                    token,
+                    Instant.ofEpochMilli(now + request.lease().toMillis()));
+        }
+        List<Object> r = list(answer);
         return switch (text(r.get(0))) {
             case "C" -> new ClaimResult.Claimed(request.owner(), number(r.get(1)), instant(r.get(2)));
             case "T" -> new ClaimResult.TakenOver(request.owner(), number(r.get(1)), instant(r.get(2)), text(r.get(3)));
@@ -676,10 +684,14 @@ public final class RedisStore implements IdempotencyStore {
 
         /**
          * How long past its deadline a record stays in Redis before its TTL removes it; an owner can still complete a
-         * lapsed claim nobody took over within it. Default 1 h.
+         * lapsed claim nobody took over within it: at least 1 ms (a Redis TTL is whole milliseconds). Default 1 h.
          */
         public Builder expiryMargin(Duration expiryMargin) {
-            this.expiryMargin = positive("expiryMargin", expiryMargin);
+            if (positive("expiryMargin", expiryMargin).toMillis() < 1) {
+                throw new ConfigurationException("expiryMargin must be at least 1 ms (Redis TTLs are whole"
+                        + " milliseconds), got " + expiryMargin + ": use the default (1 h) or minutes");
+            }
+            this.expiryMargin = expiryMargin;
             return this;
         }
 

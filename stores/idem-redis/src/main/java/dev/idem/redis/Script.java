@@ -57,7 +57,8 @@ record Script(String name, byte[] source, String sha) {
 
     /**
      * The record of a key: {@code load(k)} answers {@code s, o, t, u, c, f, r} (t, u and c as numbers) or nothing,
-     * {@code save(k, s, o, t, u, c, f, r, ttl)} writes it with its TTL in ms. Needs {@link #SERVER_MS} for {@code int}.
+     * {@code save(k, s, o, t, u, c, f, r, ttl)} writes it with its TTL in ms, {@code encode(s, o, t, u, c, f, r)} is
+     * the string it writes, t, u and c already formatted with {@code int}. Needs {@link #SERVER_MS} for {@code int}.
      */
     private static final String RECORD = """
             local function load(k)
@@ -73,9 +74,11 @@ record Script(String name, byte[] source, String sha) {
               return s, string.sub(v, at, at + lo - 1), tonumber(t), tonumber(u), tonumber(c),
                 string.sub(v, at + lo, at + lo + lf - 1), string.sub(v, at + lo + lf)
             end
+            local function encode(s, o, t, u, c, f, r)
+              return s .. '|' .. t .. '|' .. u .. '|' .. c .. '|' .. #o .. '|' .. #f .. '|' .. o .. f .. r
+            end
             local function save(k, s, o, t, u, c, f, r, ttl)
-              redis.call('SET', k, s .. '|' .. int(t) .. '|' .. int(u) .. '|' .. int(c) .. '|' .. #o .. '|' .. #f
-                .. '|' .. o .. f .. r, 'PX', int(ttl))
+              redis.call('SET', k, encode(s, o, int(t), int(u), int(c), f, r), 'PX', int(ttl))
             end
             """;
 
@@ -87,9 +90,9 @@ record Script(String name, byte[] source, String sha) {
      * the arming delay, then per record: owner, fingerprint, lease. With no records it only checks the namespace.
      *
      * <p>Returns {@code {"LOST", marker, 1 if this call detected the loss else 0, now}}, {@code {"ARMING", ms left}}
-     * or {@code {"OK", epoch, now, result...}}, a result being {@code {"C", token, until}}, {@code {"T", token,
-     * until, previous owner}}, {@code {"I", owner, until, fingerprint}} or {@code {"D", completed at, expires at,
-     * fingerprint, result}}.
+     * or {@code {"OK", epoch, now, result...}}, a result being the token alone for a free key claimed (its lease
+     * runs until now + lease), {@code {"C", token, until}}, {@code {"T", token, until, previous owner}}, {@code {"I",
+     * owner, until, fingerprint}} or {@code {"D", completed at, expires at, fingerprint, result}}.
      */
     static final Script CLAIM = of("claim", GEN + SERVER_MS + RECORD + """
             local server = serverMs()
@@ -131,32 +134,54 @@ record Script(String name, byte[] source, String sha) {
             if #KEYS == 2 then return out end
             local base = math.max(counter, server * 1000)
             local issued = 0
-            for i = 3, #KEYS do
-              local k = KEYS[i]
-              local a = 6 + (i - 3) * 3
-              local owner, fp, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
-              local untilMs = now + lease
-              local s, o, t, u, c, f, r = load(k)
-              local function put()
-                issued = issued + 1
-                local token = base + issued
-                save(k, 'P', owner, token, untilMs, now, fp, '-', lease + margin)
-                return token
+            local nowText, lastLease, untilText, ttlText = int(now), nil, nil, nil
+            -- The counter is raised even when a key fails part-way (one of another Redis type): the tokens already
+            -- written must never be handed out again.
+            local done, failure = pcall(function()
+              for i = 3, #KEYS do
+                local k = KEYS[i]
+                local a = 6 + (i - 3) * 3
+                local owner, fp, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+                local untilMs = now + lease
+                local token = base + (issued + 1)
+                -- A free key (the common case) is claimed by one SET NX; a taken one is read and decided on. A server
+                -- that refuses writes (full, read-only, too few replicas) still answers a done or held key, as a read.
+                if lease ~= lastLease then
+                  lastLease, untilText, ttlText = lease, int(untilMs), int(lease + margin)
+                end
+                local record = encode('P', owner, int(token), untilText, nowText, fp, '-')
+                local set = redis.pcall('SET', k, record, 'NX', 'PX', ttlText)
+                if type(set) == 'table' and set.ok then
+                  issued = issued + 1
+                  out[#out + 1] = token
+                else
+                  local s, o, t, u, c, f, r = load(k)
+                  local function put()
+                    issued = issued + 1
+                    save(k, 'P', owner, token, untilMs, now, fp, '-', lease + margin)
+                    return token
+                  end
+                  if not s or (s == 'D' and now >= u) then
+                    out[#out + 1] = {'C', put(), untilMs}
+                  elseif s == 'D' then
+                    out[#out + 1] = {'D', c, u, f, r}
+                  elseif o == owner then
+                    save(k, s, o, t, untilMs, c, f, r, lease + margin)
+                    out[#out + 1] = {'C', t, untilMs}
+                  elseif now < u then
+                    out[#out + 1] = {'I', o, u, f}
+                  else
+                    out[#out + 1] = {'T', put(), untilMs, o}
+                  end
+                end
               end
-              if not s or (s == 'D' and now >= u) then
-                out[#out + 1] = {'C', put(), untilMs}
-              elseif s == 'D' then
-                out[#out + 1] = {'D', c, u, f, r}
-              elseif o == owner then
-                save(k, s, o, t, untilMs, c, f, r, lease + margin)
-                out[#out + 1] = {'C', t, untilMs}
-              elseif now < u then
-                out[#out + 1] = {'I', o, u, f}
-              else
-                out[#out + 1] = {'T', put(), untilMs, o}
-              end
-            end
+            end)
             if issued > 0 then redis.call('SET', KEYS[2], int(base + issued)) end
+            if not done then
+              -- a server error keeps its own code (WRONGTYPE, OOM...) rather than the ERR of a re-raised Lua error
+              if type(failure) == 'string' and string.match(failure, '^%u+ ') then return redis.error_reply(failure) end
+              error(failure)
+            end
             return out
             """);
 

@@ -415,6 +415,9 @@ class RedisStoreTest {
         assertThatThrownBy(() -> RedisStore.builder(server.url()).expiryMargin(Duration.ofSeconds(-1)))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("expiryMargin");
+        assertThatThrownBy(() -> RedisStore.builder(server.url()).expiryMargin(Duration.ofNanos(500_000)))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("expiryMargin must be at least 1 ms");
         assertThatThrownBy(() -> RedisStore.MarkLossPolicy.rearmAfter(Duration.ofSeconds(-1)))
                 .isInstanceOf(ConfigurationException.class);
     }

@@ -517,7 +517,6 @@ final class Sql {
                 }
             }
         }
-        found.keySet().removeAll(inserted); // PostgreSQL: a mark purged between the snapshot and the insert
         return new Marks(inserted, found);
     }
 
@@ -594,13 +593,15 @@ final class Sql {
 
     private String insertMarksFromArrays() {
         // As the one-row statement: the CTE's insert and select share one snapshot, so the select sees the marks that
-        // were there, not those the insert added (read from its RETURNING).
+        // were there, not those the insert added (read from its RETURNING); only the ids the insert did not take are
+        // looked up (an inserted id's probe would find nothing at that snapshot, at the cost of an index scan).
         return "WITH " + GIVEN + " AS (SELECT * FROM unnest(CAST(? AS varchar[]), CAST(? AS varchar[])) WITH ORDINALITY"
                 + " AS g(id, fingerprint, n)),"
                 + " " + INSERTED + " AS (INSERT INTO " + table + " (" + COLUMNS + ") SELECT id, '" + DONE
                 + "', ?, 0, ?, ?, fingerprint, NULL FROM " + GIVEN + " ORDER BY n ON CONFLICT DO NOTHING"
                 + " RETURNING id, owner_token) " + INSERTED_ROWS + " UNION ALL SELECT t.* FROM " + GIVEN
-                + " CROSS JOIN LATERAL " + probe(GIVEN + ".id", "") + " t";
+                + " CROSS JOIN LATERAL " + probe(GIVEN + ".id", "") + " t WHERE NOT EXISTS (SELECT 1 FROM " + INSERTED
+                + " AS i WHERE i.id = " + GIVEN + ".id)";
     }
 
     /**

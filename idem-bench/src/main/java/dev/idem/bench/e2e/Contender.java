@@ -19,6 +19,11 @@ interface Contender {
         return 1;
     }
 
+    /** Hands more than one message to a {@link Session#deliver} call. */
+    default boolean batched() {
+        return batchSize() > 1;
+    }
+
     default boolean needsRedis() {
         return false;
     }

@@ -50,6 +50,7 @@ import org.jspecify.annotations.Nullable;
  * marks while the inbox runs, and Redis memory per mark on a private Redis), {@code --fault-scenarios} runs with
  * faults, once, on the first pool kind and empty tables [postgresql:4,mariadb:4], {@code --handler-failures} [0.01],
  * {@code --crashes-in-handler} [0.0025], {@code --crashes-after-commit} [0.0025], {@code --batch} [100], {@code
+ * --batch-deliveries} deliveries of the batched contenders' throughput rounds [10 × {@code --deliveries}], {@code
  * --lease} lease of the lease stores in ms [2000], {@code --contenders} ids to run [all], {@code --no-redis}, {@code
  * --seed} [42], {@code --timeout} per run in s [300], {@code --warmup} deliveries of an untimed first run of every
  * contender on every database, 0 for none [10000], {@code --out} a file for the Markdown report.
@@ -117,6 +118,7 @@ public final class EndToEnd {
             Duration lease,
             Duration timeout,
             int batch,
+            int batchDeliveries,
             int warmup,
             @Nullable Path out,
             String command) {}
@@ -195,6 +197,7 @@ public final class EndToEnd {
                 "--crashes-in-handler",
                 "--crashes-after-commit",
                 "--batch",
+                "--batch-deliveries",
                 "--lease",
                 "--contenders",
                 "--seed",
@@ -257,6 +260,11 @@ public final class EndToEnd {
         if (batch < 2 || batch > 500) {
             throw new IllegalArgumentException("--batch must be 2 to 500, got " + batch);
         }
+        int batchDeliveries =
+                Integer.parseInt(given.getOrDefault("--batch-deliveries", String.valueOf(10 * shape.deliveries())));
+        if (batchDeliveries < 1) {
+            throw new IllegalArgumentException("--batch-deliveries must be 1 or more, got " + batchDeliveries);
+        }
         return new Options(
                 shape,
                 rounds,
@@ -266,6 +274,7 @@ public final class EndToEnd {
                 Duration.ofMillis(Long.parseLong(given.getOrDefault("--lease", "2000"))),
                 Duration.ofSeconds(Long.parseLong(given.getOrDefault("--timeout", "300"))),
                 batch,
+                batchDeliveries,
                 Integer.parseInt(given.getOrDefault("--warmup", "10000")),
                 given.containsKey("--out") ? Path.of(given.get("--out")) : null,
                 String.join(" ", args));
@@ -355,6 +364,10 @@ public final class EndToEnd {
         List<Contender> contenders = contenders(options.batch()).stream()
                 .filter(c -> options.contenders().contains(c.id()))
                 .toList();
+        // a batched contender would end a round of the others' size within a fraction of a second: too short to time
+        Workload batched = contenders.stream().anyMatch(Contender::batched)
+                ? Workload.generate(options.shape().withoutFaults().withDeliveries(options.batchDeliveries()))
+                : clean;
         String redisFacts = redisUri == null ? "" : Machine.redis(redisUri);
         try {
             Set<Engine> unreachable = new LinkedHashSet<>();
@@ -403,7 +416,8 @@ public final class EndToEnd {
                         if (c.needsRedis() && redisUri == null) {
                             continue;
                         }
-                        measurements.add(runOne(c, s, round, s.faults() ? faulty : clean, bank, redisUri, options));
+                        Workload workload = s.faults() ? faulty : c.batched() ? batched : clean;
+                        measurements.add(runOne(c, s, round, workload, bank, redisUri, options));
                     }
                 }
                 if (redisUri != null) {

@@ -39,7 +39,9 @@ final class Tables {
                         + " from a second thread), %,d accounts, medians of %d interleaved rounds; faults (own runs,"
                         + " once): %.2f%% handler failures, %.2f%% crashes inside the handler, %.2f%% crashes after the"
                         + " commit, before the ack; lease of the lease stores %d ms; before the timed rounds every"
-                        + " contender ran once untimed on %,d deliveries (JIT warm-up)\n",
+                        + " contender ran once untimed on %,d deliveries (JIT warm-up); the batched contenders' rounds"
+                        + " (clean runs) have %,d deliveries, as a batch of %d per transaction ends a round of the"
+                        + " others' size too soon to be timed\n",
                 shape.deliveries(),
                 shape.duplicates() * 100,
                 shape.racing() * 100,
@@ -49,7 +51,9 @@ final class Tables {
                 shape.crashesInHandler() * 100,
                 shape.crashesAfterCommit() * 100,
                 o.lease().toMillis(),
-                o.warmup()));
+                o.warmup(),
+                o.batchDeliveries(),
+                o.batch()));
         for (String s : skipped) {
             md.append("- Left out (not reachable): ").append(s).append('\n');
         }
@@ -133,7 +137,7 @@ final class Tables {
                     continue;
                 }
                 double n = runs.get(0).run().messages();
-                String trips = c.batchSize() > 1
+                String trips = c.batched()
                         ? String.format(
                                 Locale.ROOT,
                                 "%.2f per message",

@@ -85,6 +85,27 @@ class EndToEndSmokeTest {
     }
 
     @Test
+    void batchedContenders_runTheirTimedRoundsOnTheLongerStream() throws Exception {
+        EndToEnd.Report report = EndToEnd.run(EndToEnd.parse(new String[] {
+            "--deliveries", "50",
+            "--batch-deliveries", "400",
+            "--duplicates", "0",
+            "--rounds", "1",
+            "--warmup", "0",
+            "--scenarios", "h2:1",
+            "--fault-scenarios", "none",
+            "--contenders", "hand-batch,idem-inbox-batch",
+            "--no-redis"
+        }));
+
+        assertThat(find(report.measurements(), "no-guard").check().ledgerRows()).isEqualTo(50);
+        assertThat(find(report.measurements(), "hand-batch").check().ledgerRows())
+                .isEqualTo(400);
+        assertThat(find(report.measurements(), "idem-inbox-batch").check().ledgerRows())
+                .isEqualTo(400);
+    }
+
+    @Test
     void faultyStream_onH2_everyIdemContenderAppliesEachPaymentOnce() throws Exception {
         assertIdemExactlyOnce(runUnderFaults("h2"));
     }

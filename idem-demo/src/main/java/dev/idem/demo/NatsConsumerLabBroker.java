@@ -2,9 +2,11 @@ package dev.idem.demo;
 
 import io.nats.client.Connection;
 import io.nats.client.JetStream;
+import io.nats.client.JetStreamApiException;
 import io.nats.client.JetStreamManagement;
 import io.nats.client.Nats;
 import io.nats.client.Options;
+import io.nats.client.PublishOptions;
 import io.nats.client.api.AckPolicy;
 import io.nats.client.api.ConsumerConfiguration;
 import io.nats.client.api.ConsumerInfo;
@@ -13,6 +15,7 @@ import io.nats.client.api.StorageType;
 import io.nats.client.api.StreamConfiguration;
 import io.nats.client.impl.Headers;
 import io.nats.client.impl.NatsMessage;
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -20,17 +23,26 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * A consumer lab over NATS JetStream: a stream on one subject, a durable pull consumer (explicit acks, AckWait 5 s,
  * no delivery limit) the consumer processes share, and a dead-letter stream. Every copy is a new message (a new
  * {@code Nats-Msg-Id}, what a resend after the duplicate window is), so the stream stores each; copies next to each
- * other reach two consumers at the same moment.
+ * other reach two consumers at the same moment. A copy whose publish ack does not come (the client gives up on it after
+ * its request timeout, a few seconds on a loaded machine) is published again with the same {@code Nats-Msg-Id}: the
+ * stream stores it once whether or not the first publish reached it.
  */
 final class NatsConsumerLabBroker implements ConsumerLabBroker {
     static final Duration ACK_WAIT = Duration.ofSeconds(5);
+    private static final Duration PUBLISH_ACK_WAIT = Duration.ofSeconds(30);
+    private static final PublishOptions WAIT_FOR_THE_ACK =
+            PublishOptions.builder().streamTimeout(PUBLISH_ACK_WAIT).build();
+    private static final int REPUBLISH_ATTEMPTS = 3;
 
     private final String url;
     private final Connection connection;
@@ -41,7 +53,7 @@ final class NatsConsumerLabBroker implements ConsumerLabBroker {
     private final String durable;
     private final String deadLetterStream;
     private final String deadLetterSubject;
-    private final List<CompletableFuture<PublishAck>> pending = new ArrayList<>();
+    private final List<Published> pending = new ArrayList<>();
     private boolean created;
 
     NatsConsumerLabBroker(String url, String suffix) {
@@ -127,23 +139,56 @@ final class NatsConsumerLabBroker implements ConsumerLabBroker {
 
     @Override
     public void send(PaymentWorkload.Send send) throws Exception {
-        Headers headers = new Headers()
-                .add(PAYMENT_ID_HEADER, send.payment().id())
-                .add("Nats-Msg-Id", UUID.randomUUID().toString());
-        pending.add(jetStream.publishAsync(NatsMessage.builder()
+        NatsMessage message = message(send);
+        track(message, jetStream.publishAsync(message));
+    }
+
+    /** The message of one copy: a new {@code Nats-Msg-Id} each. */
+    NatsMessage message(PaymentWorkload.Send send) {
+        return NatsMessage.builder()
                 .subject(subject)
-                .headers(headers)
+                .headers(new Headers()
+                        .add(PAYMENT_ID_HEADER, send.payment().id())
+                        .add("Nats-Msg-Id", UUID.randomUUID().toString()))
                 .data(send.payment().value().getBytes(StandardCharsets.UTF_8))
-                .build()));
+                .build();
+    }
+
+    /** A copy published, its ack to come in {@link #flush()}. */
+    void track(NatsMessage message, CompletableFuture<PublishAck> ack) {
+        pending.add(new Published(message, ack));
     }
 
     @Override
     public void flush() throws Exception {
-        for (CompletableFuture<PublishAck> ack : pending) {
-            ack.get(30, TimeUnit.SECONDS);
+        for (Published p : pending) {
+            try {
+                p.ack().get(PUBLISH_ACK_WAIT.toMillis(), TimeUnit.MILLISECONDS);
+            } catch (ExecutionException | CancellationException | TimeoutException e) {
+                publishAgain(p.message(), e);
+            }
         }
         pending.clear();
     }
+
+    /** Publishes {@code message} again, its {@code Nats-Msg-Id} unchanged: stored once whatever became of the first. */
+    private void publishAgain(NatsMessage message, Exception first) throws Exception {
+        Exception last = first;
+        for (int attempt = 0; attempt < REPUBLISH_ATTEMPTS; attempt++) {
+            try {
+                jetStream.publish(message, WAIT_FOR_THE_ACK);
+                return;
+            } catch (IOException | JetStreamApiException e) {
+                last = e;
+            }
+        }
+        throw new IllegalStateException(
+                "NATS did not acknowledge a payment copy published " + (REPUBLISH_ATTEMPTS + 1) + " times to " + subject
+                        + " (" + LabDatabase.rootMessage(last) + "): is the JetStream server overloaded?",
+                last);
+    }
+
+    private record Published(NatsMessage message, CompletableFuture<PublishAck> ack) {}
 
     @Override
     public long backlog() throws Exception {

@@ -315,7 +315,12 @@ final class RocketMqLabBroker implements LabBroker {
                 throw crash;
             }
         });
-        consumer.start();
+        try {
+            consumer.start();
+        } catch (Exception e) {
+            consumer.shutdown(); // a half-started consumer would stay in the group, holding queues it never reads
+            throw e;
+        }
         return new Subscription() {
             @Override
             public boolean isRunning() {

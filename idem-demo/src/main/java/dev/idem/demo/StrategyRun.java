@@ -41,6 +41,7 @@ final class StrategyRun {
             .jitter(0.2)
             .build();
     private static final Duration OVERLAP_WAIT = Duration.ofSeconds(2);
+    private static final Duration RESTART_PAUSE = Duration.ofMillis(500);
     private static final Logger LOG = LoggerFactory.getLogger(StrategyRun.class);
     private static final int LOGGED_RETRIES = 20;
 
@@ -99,7 +100,7 @@ final class StrategyRun {
         startNanos = System.nanoTime();
         LabBroker.Subscription consumer = null;
         try {
-            consumer = start();
+            consumer = start(deadlineNanos);
             while (!(finished = consumer.finished()) && System.nanoTime() < deadlineNanos) {
                 Thread.sleep(50);
                 if (!consumer.isRunning()) {
@@ -113,7 +114,7 @@ final class StrategyRun {
                     crashes.incrementAndGet();
                     settledBefore = consumer.settled();
                     consumer.close();
-                    consumer = start();
+                    consumer = start(deadlineNanos);
                 }
             }
             if (!finished) {
@@ -133,7 +134,25 @@ final class StrategyRun {
         }
     }
 
-    private LabBroker.Subscription start() throws Exception {
+    /**
+     * Starts a consumer (the first, or the one that takes over from a crashed one), again and again until the
+     * deadline, as a supervisor restarts a process that failed to start: a broker slow to answer (a name server's
+     * timeout on a loaded machine) delays the start, it does not end the strategy's run.
+     */
+    private LabBroker.Subscription start(long deadlineNanos) throws Exception {
+        while (true) {
+            try {
+                return subscribe();
+            } catch (Exception e) {
+                if (System.nanoTime() + RESTART_PAUSE.toNanos() > deadlineNanos) {
+                    throw e;
+                }
+                Thread.sleep(RESTART_PAUSE.toMillis());
+            }
+        }
+    }
+
+    private LabBroker.Subscription subscribe() throws Exception {
         LabBroker.Subscription s = broker.subscribe(strategy, this::handle);
         subscription = s;
         return s;

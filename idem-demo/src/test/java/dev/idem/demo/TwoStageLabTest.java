@@ -12,34 +12,22 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.api.parallel.Execution;
+import org.junit.jupiter.api.parallel.ExecutionMode;
 
 /**
  * The two-stage flow ({@code --flow two-stage}, issue 25) on PostgreSQL and the in-process Kafka: payments (inbox +
  * outbox), relay and shipping processes, two of each, {@code kill -9}ed and crashed right after their effects. With
  * both inboxes the SQL verdict passes; with the shipping service unguarded it finds events applied twice (the
- * redeliveries after its crashes, the republications after the relay's), while stage one stays clean.
+ * redeliveries after its crashes, the republications after the relay's), while stage one stays clean. The two runs go
+ * at once, each on a schema of its own: most of a run waits (for the processes to join, for the drain to settle).
  */
+@Execution(ExecutionMode.CONCURRENT)
 class TwoStageLabTest {
-    private static TestDatabase db;
-
     @TempDir
     Path out;
-
-    @BeforeAll
-    static void createSchema() {
-        db = TestDatabase.postgres("TwoStageLabTest");
-    }
-
-    @AfterAll
-    static void dropSchema() {
-        if (db != null) {
-            db.close();
-        }
-    }
 
     @Test
     void bothStagesGuarded_everyOrderPaidOnce_everyEventAppliedOnce_inOrder() throws Exception {
@@ -67,6 +55,12 @@ class TwoStageLabTest {
     }
 
     private Run run(String... extra) throws Exception {
+        try (TestDatabase db = TestDatabase.postgres("TwoStageLabTest")) {
+            return run(db, extra);
+        }
+    }
+
+    private Run run(TestDatabase db, String... extra) throws Exception {
         List<String> args = new ArrayList<>(List.of(
                 "--flow",
                 "two-stage",

@@ -28,14 +28,17 @@ import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.test.annotation.DirtiesContext;
 import org.springframework.test.context.DynamicPropertyRegistry;
 import org.springframework.transaction.support.TransactionTemplate;
 
 /**
  * The payments application end to end: a real in-process Kafka broker, a real database (the subclass says which),
- * the starter's auto-configuration, Flyway creating Idem's table next to the application's own.
+ * the starter's auto-configuration, Flyway creating Idem's table next to the application's own. Each subclass's
+ * context is closed after it: no other class shares it, and its listeners would poll on through the module's run.
  */
 @SpringBootTest(classes = PaymentsTestApp.class)
+@DirtiesContext
 abstract class PaymentsAppContract {
     static final EmbeddedKafka KAFKA = EmbeddedKafka.shared();
 

@@ -21,6 +21,8 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.Callable;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.core.MessageBuilder;
@@ -99,18 +101,11 @@ class RabbitPaymentsAppTest {
                 }
             }
         }
-        // Once (CI, a loaded machine) this wait ran out with nothing logged: the message says which part did not come.
-        await().atMost(Duration.ofSeconds(60))
-                .untilAsserted(() -> assertThat(queueEmpty(TOPOLOGY.workQueue()) && allApplied(ids))
-                        .as(
-                                "ready in the work queue: %d; marks per payment: %s; the listener's attempts per"
-                                        + " payment: %s",
-                                readyIn(TOPOLOGY.workQueue()),
-                                ids.stream().map(this::marks).toList(),
-                                ids.stream()
-                                        .map(id -> listener.attempts(id).size())
-                                        .toList())
-                        .isTrue());
+        awaitOrExplain(
+                () -> queueEmpty(TOPOLOGY.workQueue()) && allApplied(ids),
+                () -> "ready in the work queue: " + readyIn(TOPOLOGY.workQueue()) + "; marks per payment: "
+                        + ids.stream().map(this::marks).toList() + "; the listener's attempts per payment: "
+                        + ids.stream().map(id -> listener.attempts(id).size()).toList());
         for (String id : ids) {
             assertThat(listener.rows(id)).as(id).isEqualTo(1);
             assertThat(marks(id)).as(id).isEqualTo(1);
@@ -144,7 +139,11 @@ class RabbitPaymentsAppTest {
             publish(channel, TOPOLOGY.workQueue(), id, "amount=700"); // the same payment id with another payload
             publish(channel, TOPOLOGY.workQueue(), null, "no-message-id:" + id); // no key at all
         }
-        await().atMost(Duration.ofSeconds(60)).until(() -> deadLetters(id).size() == 2);
+        awaitOrExplain(
+                () -> deadLetters(id).size() == 2,
+                () -> "dead letters: " + deadLetters(id).size() + "; ready in the work queue: "
+                        + readyIn(TOPOLOGY.workQueue()) + ", in the retry queue: " + readyIn(TOPOLOGY.retryQueue())
+                        + "; marks: " + marks(id) + "; the listener's attempts: " + listener.attempts(id));
         List<GetResponse> dead = deadLetters(id);
         assertThat(dead)
                 .extracting(r -> r.getProps()
@@ -182,6 +181,18 @@ class RabbitPaymentsAppTest {
         assertThat(listener.attempts(id)).hasSize(2);
         assertThat(listener.rows(id)).isEqualTo(1);
         assertThat(marks(id)).isEqualTo(1);
+    }
+
+    /**
+     * Waits up to a minute for {@code condition}; when it never holds, fails with {@code state} read then. Twice on CI
+     * (a loaded machine) such a wait ran out with nothing logged: the state says which part did not come.
+     */
+    private static void awaitOrExplain(Callable<Boolean> condition, Callable<String> state) throws Exception {
+        try {
+            await().atMost(Duration.ofSeconds(60)).until(condition);
+        } catch (ConditionTimeoutException e) {
+            throw new AssertionError(e.getMessage() + " — " + state.call(), e);
+        }
     }
 
     private boolean allApplied(List<String> ids) {

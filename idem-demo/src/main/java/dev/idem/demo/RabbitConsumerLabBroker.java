@@ -32,7 +32,7 @@ final class RabbitConsumerLabBroker implements ConsumerLabBroker {
             ConnectionFactory factory = new ConnectionFactory();
             factory.setUri(url);
             factory.setConnectionTimeout(3000);
-            this.connection = factory.newConnection("idem-consumer-lab");
+            this.connection = RabbitConnect.open(factory, "idem-consumer-lab");
             this.publisher = connection.createChannel();
             publisher.confirmSelect();
         } catch (Exception e) {

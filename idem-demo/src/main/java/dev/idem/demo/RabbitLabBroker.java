@@ -69,7 +69,7 @@ final class RabbitLabBroker implements LabBroker {
         URI uri = URI.create(options.rabbitmqUrl());
         Connection admin;
         try {
-            admin = factory(uri, 0).newConnection("idem-lab-admin");
+            admin = RabbitConnect.open(factory(uri, 0), "idem-lab-admin");
         } catch (Exception e) {
             throw new LabOptions.BadOptionException("RabbitMQ does not answer at "
                     + LabDatabase.redact(options.rabbitmqUrl()) + " (" + LabDatabase.rootMessage(e)
@@ -111,7 +111,7 @@ final class RabbitLabBroker implements LabBroker {
     public FlowProducer.Published publish(OrderFlow flow, LabOptions.Faults faults, LongConsumer progress)
             throws Exception {
         FlowPublishing.Copies copies;
-        try (Connection connection = factory(uri, 0).newConnection("idem-lab-producer");
+        try (Connection connection = RabbitConnect.open(factory(uri, 0), "idem-lab-producer");
                 TcpProxy proxy = TcpProxy.start(uri.getHost(), port(uri))) {
             Channel channel = connection.createChannel();
             channel.confirmSelect();
@@ -130,7 +130,7 @@ final class RabbitLabBroker implements LabBroker {
                 public long lostAckBurst(List<OrderFlow.Send> chunk) throws Exception {
                     // Through the proxy, whose answers are swallowed: the broker stores the burst, its confirms never
                     // arrive, so the publisher publishes the burst again on its healthy connection.
-                    Connection viaProxy = factory(uri, proxy.port()).newConnection("idem-lab-lost-confirms");
+                    Connection viaProxy = RabbitConnect.open(factory(uri, proxy.port()), "idem-lab-lost-confirms");
                     try {
                         Channel lost = viaProxy.createChannel();
                         lost.confirmSelect();
@@ -223,7 +223,7 @@ final class RabbitLabBroker implements LabBroker {
         Connection connection;
         IdempotentRabbitConsumer consumer;
         try {
-            connection = factory(uri, proxy.port()).newConnection("idem-lab-" + strategy.id());
+            connection = RabbitConnect.open(factory(uri, proxy.port()), "idem-lab-" + strategy.id());
             consumer = IdempotentRabbitConsumer.builder(connection, topology)
                     .handler((key, message) -> {
                         Outcome outcome = handler.handle(key, message.getBody());

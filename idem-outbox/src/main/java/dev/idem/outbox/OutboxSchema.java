@@ -10,7 +10,6 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
@@ -70,14 +69,9 @@ public final class OutboxSchema {
 
     /** Creates the outbox table {@code table} and its shard table on {@code dataSource}, unless they exist. */
     public static void create(DataSource dataSource, String table) {
-        try (Connection c = dataSource.getConnection();
-                Statement s = c.createStatement()) {
-            for (String sql : ddl(Schema.detect(c), table)) {
-                s.execute(sql);
-            }
-            if (!c.getAutoCommit()) {
-                c.commit();
-            }
+        try (Connection c = dataSource.getConnection()) {
+            Dialect dialect = Schema.detect(c);
+            Schema.createMissing(c, dialect, ddl(dialect, table));
         } catch (SQLException e) {
             throw new StoreUnavailableException(
                     "outbox " + table, "creating the outbox table failed: " + e.getMessage(), e);

@@ -21,12 +21,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The outbox's contract on one database: what {@link Outbox#send} commits, what {@link OutboxRelay} publishes, in which
@@ -165,6 +168,33 @@ abstract class OutboxContract {
         assertThat(relay.relayOnce()).isZero();
 
         assertThat(broker.ids()).containsExactlyInAnyOrderElementsOf(ids);
+    }
+
+    /**
+     * A service starting ({@link OutboxSchema#create}) while another's business transaction that sent a message is
+     * open: PostgreSQL's {@code CREATE INDEX IF NOT EXISTS} waited for that transaction although the indexes existed,
+     * and every send after it queued behind the waiting DDL. Creating tables that exist waits for nobody.
+     */
+    @Test
+    @Timeout(60)
+    void creatingTheTablesThatExist_whileABusinessTransactionSent_waitsForNobody() throws Exception {
+        ExecutorService starter = Executors.newSingleThreadExecutor();
+        try (Connection business = db.connection()) {
+            business.setAutoCommit(false);
+            outbox().send(business, message("order-20", "sent in an open transaction"));
+
+            starter.submit(() -> OutboxSchema.create(db.dataSource(), table)).get(20, TimeUnit.SECONDS);
+            try (Connection other = db.connection()) {
+                other.setAutoCommit(false);
+                outbox().send(other, message("order-21", "sent meanwhile"));
+                other.commit();
+            }
+            business.commit();
+        } finally {
+            starter.shutdownNow();
+        }
+
+        assertThat(rows()).isEqualTo(2);
     }
 
     @Test

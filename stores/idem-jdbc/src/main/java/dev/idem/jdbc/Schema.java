@@ -7,11 +7,14 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 
@@ -185,23 +188,75 @@ public final class Schema {
 
     private static void runDdl(DataSource dataSource, Dialect dialect, String defaultTable, String table)
             throws SQLException {
-        try (Connection c = dataSource.getConnection();
-                Statement s = c.createStatement()) {
-            try {
-                for (String sql : ddl(dialect, defaultTable, table)) {
-                    if (dialect == Dialect.MYSQL && isSequence(sql)) {
-                        continue;
-                    }
+        List<String> statements = new ArrayList<>();
+        for (String sql : ddl(dialect, defaultTable, table)) {
+            if (!(dialect == Dialect.MYSQL && isSequence(sql))) {
+                statements.add(sql);
+            }
+        }
+        try (Connection c = dataSource.getConnection()) {
+            createMissing(c, dialect, statements);
+        }
+    }
+
+    /** A shipped statement that creates one object unless it exists: its kind and its name. */
+    private static final Pattern CREATES = Pattern.compile(
+            "CREATE\\s+(TABLE|INDEX|SEQUENCE)\\s+IF\\s+NOT\\s+EXISTS\\s+([A-Za-z_][A-Za-z0-9_]*)\\b",
+            Pattern.CASE_INSENSITIVE);
+
+    /**
+     * Runs each of {@code statements} (a shipped DDL: {@code CREATE TABLE|INDEX|SEQUENCE IF NOT EXISTS name …}) whose
+     * object does not exist yet, and commits them when {@code c} is not in auto-commit. An existing object is looked up
+     * in the catalog, not created "if not exists": PostgreSQL's {@code CREATE INDEX IF NOT EXISTS} and MariaDB's {@code
+     * CREATE SEQUENCE IF NOT EXISTS} wait for every open transaction that wrote the table or drew from the sequence,
+     * and every statement on them after that waits behind the DDL: one long transaction would stall every consumer
+     * while another one starts. Public for the outbox's tables.
+     */
+    public static void createMissing(Connection c, Dialect dialect, List<String> statements) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            for (String sql : statements) {
+                Matcher creates = CREATES.matcher(sql);
+                if (!(creates.lookingAt() && exists(c, dialect, creates.group(1), creates.group(2)))) {
                     s.execute(sql);
                 }
-                if (!c.getAutoCommit()) {
-                    c.commit();
-                }
-            } catch (SQLException e) {
-                if (!c.getAutoCommit()) {
-                    c.rollback();
-                }
-                throw e;
+            }
+            if (!c.getAutoCommit()) {
+                c.commit();
+            }
+        } catch (SQLException e) {
+            if (!c.getAutoCommit()) {
+                c.rollback();
+            }
+            throw e;
+        }
+    }
+
+    private static boolean exists(Connection c, Dialect dialect, String kind, String name) throws SQLException {
+        String query = switch (dialect) {
+            case POSTGRESQL -> "SELECT count(*) FROM (SELECT to_regclass(?) AS r) found WHERE r IS NOT NULL";
+            case MARIADB, MYSQL ->
+                kind.equalsIgnoreCase("INDEX")
+                        ? "SELECT count(*) FROM information_schema.STATISTICS"
+                                + " WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = ?"
+                        : "SELECT count(*) FROM information_schema.TABLES"
+                                + " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?";
+            case H2 ->
+                switch (kind.toUpperCase(Locale.ROOT)) {
+                    case "INDEX" ->
+                        "SELECT COUNT(*) FROM INFORMATION_SCHEMA.INDEXES"
+                                + " WHERE INDEX_SCHEMA = CURRENT_SCHEMA AND UPPER(INDEX_NAME) = UPPER(?)";
+                    case "SEQUENCE" ->
+                        "SELECT COUNT(*) FROM INFORMATION_SCHEMA.SEQUENCES"
+                                + " WHERE SEQUENCE_SCHEMA = CURRENT_SCHEMA AND UPPER(SEQUENCE_NAME) = UPPER(?)";
+                    default ->
+                        "SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES"
+                                + " WHERE TABLE_SCHEMA = CURRENT_SCHEMA AND UPPER(TABLE_NAME) = UPPER(?)";
+                };
+        };
+        try (PreparedStatement ps = c.prepareStatement(query)) {
+            ps.setString(1, name);
+            try (ResultSet rs = ps.executeQuery()) {
+                return rs.next() && rs.getLong(1) > 0;
             }
         }
     }

@@ -16,15 +16,11 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-/**
- * Several consumers starting at the same moment on a fresh database, each with {@code createTableIfMissing(true)}:
- * {@code CREATE … IF NOT EXISTS} does not serialize them, and the losers failed (PostgreSQL: a unique violation in the
- * catalog; H2: "object already exists", which the retry did not recognise, found when its database-clock contract
- * ran three cases at a time), reported as the store unavailable. Every one must start.
- */
+/** Consumers starting with {@code createTableIfMissing(true)} next to others that run. */
 class ConcurrentSchemaTest {
     private static final int STARTING = 6;
 
@@ -32,6 +28,12 @@ class ConcurrentSchemaTest {
         return Stream.of(TestDatabase::postgres, TestDatabase::h2, TestDatabase::mariadb);
     }
 
+    /**
+     * Several consumers starting at the same moment on a fresh database: {@code CREATE … IF NOT EXISTS} does not
+     * serialize them, and the losers failed (PostgreSQL: a unique violation in the catalog; H2: "object already
+     * exists", which the retry did not recognise, found when its database-clock contract ran three cases at a time),
+     * reported as the store unavailable. Every one must start.
+     */
     @ParameterizedTest
     @MethodSource("databases")
     void storesStartingAtOnce_onAFreshTable_allStart(Function<String, TestDatabase> engine) throws Exception {
@@ -63,6 +65,49 @@ class ConcurrentSchemaTest {
             }
         } finally {
             pool.shutdownNow();
+        }
+    }
+
+    /**
+     * A consumer starting while another holds a transaction that wrote the table (a batch claim, an inbox's business
+     * transaction): {@code CREATE INDEX IF NOT EXISTS} (PostgreSQL) and {@code CREATE SEQUENCE IF NOT EXISTS} (MariaDB)
+     * waited for that transaction's lock even though the index and the sequence existed, and every claim after them
+     * queued behind the waiting DDL, so one open transaction stalled every consumer of the table (a CI run saw two
+     * claims wait 30 s). A store whose objects exist starts without waiting, and claims go on meanwhile.
+     */
+    @ParameterizedTest
+    @MethodSource("databases")
+    @Timeout(60)
+    void aStoreStarting_whileATransactionHoldsTheTable_doesNotWaitForIt(Function<String, TestDatabase> engine)
+            throws Exception {
+        ExecutorService starter = Executors.newSingleThreadExecutor();
+        try (TestDatabase db = engine.apply("ConcurrentSchemaTest");
+                JdbcStore running = JdbcStore.builder(db.dataSource())
+                        .createTableIfMissing(true)
+                        .build()) {
+            Dialect dialect = Schema.detect(db.dataSource(), "test");
+            try (OwnedTransaction open = OwnedTransaction.begin(db.dataSource(), dialect, true)) {
+                new Sql(dialect, Schema.DEFAULT_TABLE)
+                        .insertClaims(
+                                open.connection(),
+                                List.of(new Sql.NewClaim(
+                                        "held", "owner-a", System.currentTimeMillis() + 60_000, null)));
+
+                Future<JdbcStore> starting = starter.submit(() -> JdbcStore.builder(db.dataSource())
+                        .createTableIfMissing(true)
+                        .build());
+
+                try (JdbcStore started = starting.get(20, TimeUnit.SECONDS)) {
+                    assertThat(started.claim(ClaimRequest.of(
+                                    IdempotencyKey.of("orders", "o-1"), "owner-b", Duration.ofMinutes(1))))
+                            .isInstanceOf(ClaimResult.Claimed.class);
+                }
+                assertThat(running.claim(
+                                ClaimRequest.of(IdempotencyKey.of("orders", "o-2"), "owner-c", Duration.ofMinutes(1))))
+                        .isInstanceOf(ClaimResult.Claimed.class);
+            }
+        } finally {
+            starter.shutdownNow();
         }
     }
 }

@@ -1,15 +1,12 @@
 package dev.idem.outbox;
 
 import dev.idem.ConfigurationException;
-import dev.idem.StoreUnavailableException;
 import dev.idem.jdbc.Dialect;
 import dev.idem.jdbc.Schema;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.SQLException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
@@ -69,13 +66,9 @@ public final class OutboxSchema {
 
     /** Creates the outbox table {@code table} and its shard table on {@code dataSource}, unless they exist. */
     public static void create(DataSource dataSource, String table) {
-        try (Connection c = dataSource.getConnection()) {
-            Dialect dialect = Schema.detect(c);
-            Schema.createMissing(c, dialect, ddl(dialect, table));
-        } catch (SQLException e) {
-            throw new StoreUnavailableException(
-                    "outbox " + table, "creating the outbox table failed: " + e.getMessage(), e);
-        }
+        String store = "outbox " + table;
+        Dialect dialect = Schema.detect(dataSource, store);
+        Schema.createMissing(dataSource, dialect, ddl(dialect, table), store);
     }
 
     /** {@link #create(DataSource, String)} for the default table {@code idem_outbox}. */

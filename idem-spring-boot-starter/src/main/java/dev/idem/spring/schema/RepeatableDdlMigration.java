@@ -4,7 +4,6 @@ import dev.idem.jdbc.Dialect;
 import dev.idem.jdbc.Schema;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
-import java.sql.Statement;
 import java.util.List;
 import java.util.zip.CRC32;
 import org.flywaydb.core.api.MigrationVersion;
@@ -57,10 +56,7 @@ public abstract class RepeatableDdlMigration implements JavaMigration {
     @Override
     public final void migrate(Context context) throws Exception {
         Connection connection = context.getConnection();
-        try (Statement statement = connection.createStatement()) {
-            for (String sql : ddl(Schema.detect(connection))) {
-                statement.execute(sql);
-            }
-        }
+        Dialect dialect = Schema.detect(connection);
+        Schema.executeMissing(connection, dialect, ddl(dialect));
     }
 }

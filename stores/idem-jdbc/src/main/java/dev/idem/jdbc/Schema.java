@@ -17,6 +17,7 @@ import java.util.Locale;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Table names, dialect detection and the shipped DDL ({@code /dev/idem/jdbc/ddl/*.sql}). Public for schema
@@ -54,7 +55,12 @@ public final class Schema {
         return "/dev/idem/jdbc/ddl/" + file;
     }
 
-    static Dialect detect(DataSource dataSource, String store) {
+    /**
+     * The dialect of the database {@code dataSource} connects to.
+     *
+     * @throws StoreUnavailableException naming {@code store} when no connection opens
+     */
+    public static Dialect detect(DataSource dataSource, String store) {
         try (Connection c = dataSource.getConnection()) {
             return detect(c);
         } catch (SQLException e) {
@@ -164,20 +170,33 @@ public final class Schema {
         create(dataSource, dialect, DEFAULT_TABLE, table, store);
     }
 
-    /**
-     * Runs the shipped statements of {@code defaultTable} for {@code table}, each creating only what is missing. Two
-     * processes starting at once on a fresh database may both try to create an object ({@code IF NOT EXISTS} does not
-     * serialize them on PostgreSQL): the one that loses sees the other's object and runs the statements again.
-     */
+    /** Creates what is missing of the shipped statements of {@code defaultTable}, renamed for {@code table}. */
     static void create(DataSource dataSource, Dialect dialect, String defaultTable, String table, String store) {
+        List<String> statements = new ArrayList<>();
+        for (String sql : ddl(dialect, defaultTable, table)) {
+            if (!(dialect == Dialect.MYSQL && isSequence(sql))) {
+                statements.add(sql);
+            }
+        }
+        createMissing(dataSource, dialect, statements, store);
+    }
+
+    /**
+     * Runs each of {@code statements} (a shipped DDL: {@code CREATE TABLE|INDEX|SEQUENCE IF NOT EXISTS name …}) whose
+     * object is missing ({@link #executeMissing}), in one transaction. Two processes starting at once on a fresh database may both try
+     * to create an object ({@code IF NOT EXISTS} does not serialize them on PostgreSQL): the one that loses sees the
+     * other's object and runs the statements again. Public for the outbox's tables.
+     *
+     * @throws StoreUnavailableException naming {@code store} when the database refuses
+     */
+    public static void createMissing(DataSource dataSource, Dialect dialect, List<String> statements, String store) {
         for (int attempt = 1; ; attempt++) {
-            try {
-                runDdl(dataSource, dialect, defaultTable, table);
+            try (Connection c = dataSource.getConnection()) {
+                runMissing(c, dialect, statements);
                 return;
             } catch (SQLException e) {
                 if (!createdMeanwhile(e) || attempt == DDL_ATTEMPTS) {
-                    throw new StoreUnavailableException(
-                            store, "creating table " + table + " failed: " + e.getMessage(), e);
+                    throw new StoreUnavailableException(store, "creating its tables failed: " + e.getMessage(), e);
                 }
             }
         }
@@ -186,40 +205,9 @@ public final class Schema {
     /** Each lost race leaves one more object created by the winner: the shipped DDL has fewer objects than this. */
     private static final int DDL_ATTEMPTS = 8;
 
-    private static void runDdl(DataSource dataSource, Dialect dialect, String defaultTable, String table)
-            throws SQLException {
-        List<String> statements = new ArrayList<>();
-        for (String sql : ddl(dialect, defaultTable, table)) {
-            if (!(dialect == Dialect.MYSQL && isSequence(sql))) {
-                statements.add(sql);
-            }
-        }
-        try (Connection c = dataSource.getConnection()) {
-            createMissing(c, dialect, statements);
-        }
-    }
-
-    /** A shipped statement that creates one object unless it exists: its kind and its name. */
-    private static final Pattern CREATES = Pattern.compile(
-            "CREATE\\s+(TABLE|INDEX|SEQUENCE)\\s+IF\\s+NOT\\s+EXISTS\\s+([A-Za-z_][A-Za-z0-9_]*)\\b",
-            Pattern.CASE_INSENSITIVE);
-
-    /**
-     * Runs each of {@code statements} (a shipped DDL: {@code CREATE TABLE|INDEX|SEQUENCE IF NOT EXISTS name …}) whose
-     * object does not exist yet, and commits them when {@code c} is not in auto-commit. An existing object is looked up
-     * in the catalog, not created "if not exists": PostgreSQL's {@code CREATE INDEX IF NOT EXISTS} and MariaDB's {@code
-     * CREATE SEQUENCE IF NOT EXISTS} wait for every open transaction that wrote the table or drew from the sequence,
-     * and every statement on them after that waits behind the DDL: one long transaction would stall every consumer
-     * while another one starts. Public for the outbox's tables.
-     */
-    public static void createMissing(Connection c, Dialect dialect, List<String> statements) throws SQLException {
-        try (Statement s = c.createStatement()) {
-            for (String sql : statements) {
-                Matcher creates = CREATES.matcher(sql);
-                if (!(creates.lookingAt() && exists(c, dialect, creates.group(1), creates.group(2)))) {
-                    s.execute(sql);
-                }
-            }
+    private static void runMissing(Connection c, Dialect dialect, List<String> statements) throws SQLException {
+        try {
+            executeMissing(c, dialect, statements);
             if (!c.getAutoCommit()) {
                 c.commit();
             }
@@ -231,30 +219,65 @@ public final class Schema {
         }
     }
 
-    private static boolean exists(Connection c, Dialect dialect, String kind, String name) throws SQLException {
+    /** A shipped statement that creates one object unless it exists: its kind, its name and an index's table. */
+    private static final Pattern CREATES = Pattern.compile(
+            "CREATE\\s+(TABLE|INDEX|SEQUENCE)\\s+IF\\s+NOT\\s+EXISTS\\s+([A-Za-z_][A-Za-z0-9_]*)"
+                    + "(?:\\s+ON\\s+([A-Za-z_][A-Za-z0-9_]*))?",
+            Pattern.CASE_INSENSITIVE);
+
+    /**
+     * Executes each statement of a shipped DDL whose object does not exist where the statement would create it, looked
+     * up in the catalog just before (a statement of another form always runs); commits nothing. Creating "if not
+     * exists" is no such lookup: PostgreSQL's {@code CREATE INDEX IF NOT EXISTS} and MariaDB's {@code CREATE SEQUENCE
+     * IF NOT EXISTS} wait for every open transaction that wrote the table or drew from the sequence, and every
+     * statement on them after that waits behind the DDL: one long transaction would stall every consumer while another
+     * one starts. Public for schema migrations, which run in a transaction of their own.
+     */
+    public static void executeMissing(Connection c, Dialect dialect, List<String> statements) throws SQLException {
+        try (Statement s = c.createStatement()) {
+            for (String sql : statements) {
+                Matcher creates = CREATES.matcher(sql);
+                if (!(creates.lookingAt() && exists(c, dialect, creates))) {
+                    s.execute(sql);
+                }
+            }
+        }
+    }
+
+    /**
+     * Whether the object a statement creates exists: PostgreSQL creates in the first schema of the search path (an
+     * index: in its table's schema), MariaDB/MySQL in the connection's database. H2 is not looked up.
+     */
+    private static boolean exists(Connection c, Dialect dialect, Matcher creates) throws SQLException {
+        boolean index = creates.group(1).equalsIgnoreCase("INDEX");
+        String table = creates.group(3);
+        if (index && table == null) {
+            return false;
+        }
+        @Nullable
         String query = switch (dialect) {
-            case POSTGRESQL -> "SELECT count(*) FROM (SELECT to_regclass(?) AS r) found WHERE r IS NOT NULL";
+            case POSTGRESQL ->
+                index
+                        ? "SELECT count(*) FROM pg_class i WHERE i.relname = lower(?) AND i.relnamespace ="
+                                + " (SELECT t.relnamespace FROM pg_class t WHERE t.oid = to_regclass(?))"
+                        : "SELECT count(*) FROM pg_class r JOIN pg_namespace n ON n.oid = r.relnamespace"
+                                + " WHERE r.relname = lower(?) AND n.nspname = current_schema()";
             case MARIADB, MYSQL ->
-                kind.equalsIgnoreCase("INDEX")
+                index
                         ? "SELECT count(*) FROM information_schema.STATISTICS"
-                                + " WHERE TABLE_SCHEMA = DATABASE() AND INDEX_NAME = ?"
+                                + " WHERE INDEX_NAME = ? AND TABLE_NAME = ? AND TABLE_SCHEMA = DATABASE()"
                         : "SELECT count(*) FROM information_schema.TABLES"
-                                + " WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?";
-            case H2 ->
-                switch (kind.toUpperCase(Locale.ROOT)) {
-                    case "INDEX" ->
-                        "SELECT COUNT(*) FROM INFORMATION_SCHEMA.INDEXES"
-                                + " WHERE INDEX_SCHEMA = CURRENT_SCHEMA AND UPPER(INDEX_NAME) = UPPER(?)";
-                    case "SEQUENCE" ->
-                        "SELECT COUNT(*) FROM INFORMATION_SCHEMA.SEQUENCES"
-                                + " WHERE SEQUENCE_SCHEMA = CURRENT_SCHEMA AND UPPER(SEQUENCE_NAME) = UPPER(?)";
-                    default ->
-                        "SELECT COUNT(*) FROM INFORMATION_SCHEMA.TABLES"
-                                + " WHERE TABLE_SCHEMA = CURRENT_SCHEMA AND UPPER(TABLE_NAME) = UPPER(?)";
-                };
+                                + " WHERE TABLE_NAME = ? AND TABLE_SCHEMA = DATABASE()";
+            case H2 -> null; // H2's IF NOT EXISTS waits for nobody, and its catalog read beside DDL deadlocks
         };
+        if (query == null) {
+            return false;
+        }
         try (PreparedStatement ps = c.prepareStatement(query)) {
-            ps.setString(1, name);
+            ps.setString(1, creates.group(2));
+            if (index) {
+                ps.setString(2, table);
+            }
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() && rs.getLong(1) > 0;
             }

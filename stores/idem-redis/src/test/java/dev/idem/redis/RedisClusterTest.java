@@ -147,19 +147,12 @@ class RedisClusterTest {
                     return replica.info("replication", "role").equals("master");
                 });
 
-        Awaitility.await("the store that handed out the lost tokens sees the loss on the promoted replica")
-                .atMost(Duration.ofSeconds(30))
-                .ignoreExceptionsMatching(
-                        e -> e instanceof StoreUnavailableException && !(e instanceof RedisStore.MarksLostException))
-                .untilAsserted(() -> assertThatThrownBy(() -> first.claim(claimOf("orders", "new-key", "owner-a")))
-                        .isInstanceOf(RedisStore.MarksLostException.class));
+        awaitMarksLost("the store that handed out the lost tokens", first, "new-key");
         assertThat(afterTopologyRefresh(() -> first.lookup(IdempotencyKey.of("orders", "lost-0"))))
                 .as("the promoted replica lacks the last claims")
                 .isEmpty();
         RedisStore second = store(Duration.ofMillis(600));
-        assertThatThrownBy(() -> second.claim(claimOf("orders", "lost-0", "owner-b")))
-                .as("a store started after the failover")
-                .isInstanceOf(RedisStore.MarksLostException.class);
+        awaitMarksLost("a store started after the failover", second, "lost-0");
         assertThat(listener.warnings).isNotEmpty().allMatch(w -> w.type() == IdempotencyEvent.Type.MARKS_LOST);
 
         assertThat(second.rearm()).contains("orders");
@@ -170,6 +163,19 @@ class RedisClusterTest {
                 .as("the keys whose claims were lost, claimed again")
                 .allSatisfy(c ->
                         assertThat(((ClaimResult.Acquired) c).fencingToken()).isGreaterThan(before));
+    }
+
+    /**
+     * Waits until {@code store}'s claim of {@code key} fails closed for the lost marks; until then a node may still
+     * answer {@code CLUSTERDOWN} or redirect to the dead master (the store unavailable, a claim refused either way).
+     */
+    private static void awaitMarksLost(String who, RedisStore store, String key) {
+        Awaitility.await(who + " sees the loss on the promoted replica")
+                .atMost(Duration.ofSeconds(30))
+                .ignoreExceptionsMatching(
+                        e -> e instanceof StoreUnavailableException && !(e instanceof RedisStore.MarksLostException))
+                .untilAsserted(() -> assertThatThrownBy(() -> store.claim(claimOf("orders", key, "owner-b")))
+                        .isInstanceOf(RedisStore.MarksLostException.class));
     }
 
     /** Calls {@code call} until the client stops sending to the dead master (it re-reads the topology meanwhile). */

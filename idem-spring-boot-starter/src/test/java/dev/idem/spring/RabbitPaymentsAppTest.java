@@ -191,8 +191,32 @@ class RabbitPaymentsAppTest {
         try {
             await().atMost(Duration.ofSeconds(60)).until(condition);
         } catch (ConditionTimeoutException e) {
-            throw new AssertionError(e.getMessage() + " — " + state.call(), e);
+            throw new AssertionError(
+                    e.getMessage() + " — " + state.call() + "; consumers on the work queue: "
+                            + consumersOn(TOPOLOGY.workQueue()) + "; the listener threads: " + listenerThreads(),
+                    e);
         }
+    }
+
+    private static long consumersOn(String queue) throws Exception {
+        try (Connection c = connection();
+                Channel channel = c.createChannel()) {
+            return channel.consumerCount(queue);
+        }
+    }
+
+    /** Where each of the listener container's threads is (a consumer stuck holding unacked deliveries shows here). */
+    private static String listenerThreads() {
+        StringBuilder threads = new StringBuilder();
+        Thread.getAllStackTraces().forEach((thread, stack) -> {
+            if (thread.getName().contains("ntContainer") || thread.getName().contains("AMQP Connection")) {
+                threads.append("\n").append(thread.getName()).append(" ").append(thread.getState());
+                for (int i = 0; i < Math.min(stack.length, 25); i++) {
+                    threads.append("\n    at ").append(stack[i]);
+                }
+            }
+        });
+        return threads.toString();
     }
 
     private boolean allApplied(List<String> ids) {

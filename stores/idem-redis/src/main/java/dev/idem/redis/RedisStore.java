@@ -282,7 +282,8 @@ public final class RedisStore implements IdempotencyStore {
         Keys keys = keys(namespace);
         Witnesses.Witness witness = witnesses.of(namespace);
         byte[][] k = new byte[2 + claims.size()][];
-        byte[][] a = new byte[6 + 3 * claims.size()][];
+        boolean shared = sharedTerms(claims);
+        byte[][] a = new byte[7 + 3 * (shared ? Math.min(1, claims.size()) : claims.size())][];
         k[0] = keys.epoch();
         k[1] = keys.fence();
         a[0] = utf8(witness.epoch());
@@ -291,14 +292,34 @@ public final class RedisStore implements IdempotencyStore {
         a[3] = expiryMarginArg;
         a[4] = number(witness.token());
         a[5] = armingDelayArg;
+        a[6] = shared ? SHARED_TERMS : OWN_TERMS;
         for (int j = 0; j < claims.size(); j++) {
             ClaimRequest r = claims.get(j);
             k[2 + j] = keys.record(r.key());
-            a[6 + 3 * j] = utf8(r.owner());
-            a[7 + 3 * j] = optional(r.fingerprint() == null ? null : utf8(r.fingerprint()));
-            a[8 + 3 * j] = number(r.lease().toMillis());
+            if (j == 0 || !shared) {
+                a[7 + 3 * j] = utf8(r.owner());
+                a[8 + 3 * j] = optional(r.fingerprint() == null ? null : utf8(r.fingerprint()));
+                a[9 + 3 * j] = number(r.lease().toMillis());
+            }
         }
         return link.call(Script.CLAIM, ScriptOutputType.MULTI, k, a);
+    }
+
+    private static final byte[] SHARED_TERMS = utf8("=");
+    private static final byte[] OWN_TERMS = utf8("*");
+
+    /** Whether every claim has the first one's owner, fingerprint and lease (a batch's usual case): sent once. */
+    private static boolean sharedTerms(List<ClaimRequest> claims) {
+        for (int j = 1; j < claims.size(); j++) {
+            ClaimRequest first = claims.get(0);
+            ClaimRequest r = claims.get(j);
+            if (!(r.owner().equals(first.owner())
+                    && Objects.equals(r.fingerprint(), first.fingerprint())
+                    && r.lease().equals(first.lease()))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** "Now" as the scripts take it: the store's clock, or {@code ""} for the server's. */

@@ -57,8 +57,8 @@ record Script(String name, byte[] source, String sha) {
 
     /**
      * The record of a key: {@code load(k)} answers {@code s, o, t, u, c, f, r} (t, u and c as numbers) or nothing,
-     * {@code save(k, s, o, t, u, c, f, r, ttl)} writes it with its TTL in ms, {@code encode(s, o, t, u, c, f, r)} is
-     * the string it writes, t, u and c already formatted with {@code int}. Needs {@link #SERVER_MS} for {@code int}.
+     * {@code save(k, s, o, t, u, c, f, r, ttl)} writes it with its TTL in ms, as the string {@code s .. '|' .. t ..
+     * tail(o, u, c, f, r)} (t, u and c formatted with {@code int}). Needs {@link #SERVER_MS} for {@code int}.
      */
     private static final String RECORD = """
             local function load(k)
@@ -74,11 +74,11 @@ record Script(String name, byte[] source, String sha) {
               return s, string.sub(v, at, at + lo - 1), tonumber(t), tonumber(u), tonumber(c),
                 string.sub(v, at + lo, at + lo + lf - 1), string.sub(v, at + lo + lf)
             end
-            local function encode(s, o, t, u, c, f, r)
-              return s .. '|' .. t .. '|' .. u .. '|' .. c .. '|' .. #o .. '|' .. #f .. '|' .. o .. f .. r
+            local function tail(o, u, c, f, r)
+              return '|' .. u .. '|' .. c .. '|' .. #o .. '|' .. #f .. '|' .. o .. f .. r
             end
             local function save(k, s, o, t, u, c, f, r, ttl)
-              redis.call('SET', k, encode(s, o, int(t), int(u), int(c), f, r), 'PX', int(ttl))
+              redis.call('SET', k, s .. '|' .. int(t) .. tail(o, int(u), int(c), f, r), 'PX', int(ttl))
             end
             """;
 
@@ -87,7 +87,8 @@ record Script(String name, byte[] source, String sha) {
      * ""} before its first use of the namespace), a random id for a fresh arming ({@code ""} when an epoch is
      * expected), now ({@code ""}: the server's), the garbage-collection margin, the highest fencing token the store
      * has handed out under the expected epoch ({@code "0"}: none; a counter below it means a failover lost claims),
-     * the arming delay, then per record: owner, fingerprint, lease. With no records it only checks the namespace.
+     * the arming delay, then {@code "="} and the owner, fingerprint and lease every record shares, or {@code "*"} and
+     * per record its owner, fingerprint and lease. With no records it only checks the namespace.
      *
      * <p>Returns {@code {"LOST", marker, 1 if this call detected the loss else 0, now}}, {@code {"ARMING", ms left}}
      * or {@code {"OK", epoch, now, result...}}, a result being the token alone for a free key claimed (its lease
@@ -134,23 +135,26 @@ record Script(String name, byte[] source, String sha) {
             if #KEYS == 2 then return out end
             local base = math.max(counter, server * 1000)
             local issued = 0
-            local nowText, lastLease, untilText, ttlText = int(now), nil, nil, nil
+            local stride = 3
+            if ARGV[7] == '=' then stride = 0 end
+            local nowText, lastOwner, lastFp, lastLease, untilText, ttlText, rest = int(now)
             -- The counter is raised even when a key fails part-way (one of another Redis type): the tokens already
             -- written must never be handed out again.
             local done, failure = pcall(function()
               for i = 3, #KEYS do
                 local k = KEYS[i]
-                local a = 6 + (i - 3) * 3
+                local a = 7 + (i - 3) * stride
                 local owner, fp, lease = ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
                 local untilMs = now + lease
                 local token = base + (issued + 1)
                 -- A free key (the common case) is claimed by one SET NX; a taken one is read and decided on. A server
                 -- that refuses writes (full, read-only, too few replicas) still answers a done or held key, as a read.
-                if lease ~= lastLease then
-                  lastLease, untilText, ttlText = lease, int(untilMs), int(lease + margin)
+                if lease ~= lastLease or owner ~= lastOwner or fp ~= lastFp then
+                  lastOwner, lastFp, lastLease = owner, fp, lease
+                  untilText, ttlText = int(untilMs), int(lease + margin)
+                  rest = tail(owner, untilText, nowText, fp, '-')
                 end
-                local record = encode('P', owner, int(token), untilText, nowText, fp, '-')
-                local set = redis.pcall('SET', k, record, 'NX', 'PX', ttlText)
+                local set = redis.pcall('SET', k, 'P|' .. int(token) .. rest, 'NX', 'PX', ttlText)
                 if type(set) == 'table' and set.ok then
                   issued = issued + 1
                   out[#out + 1] = token

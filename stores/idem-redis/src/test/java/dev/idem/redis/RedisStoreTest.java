@@ -30,6 +30,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
 import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -325,6 +326,41 @@ class RedisStoreTest {
                 "-",
                 "r",
                 "-");
+    }
+
+    /**
+     * A batch whose claims share owner, fingerprint and lease sends them once; a batch whose claims differ sends each
+     * claim's own, and each key keeps its own (owner, lease end and fingerprint, as another owner's claim reads them).
+     */
+    @Test
+    void claimAll_ofClaimsWithTheirOwnTerms_storesEachKeysOwn_andOfSharedTerms_theSharedOnes() {
+        try (RedisStore store = store(clock)) {
+            List<ClaimRequest> own = List.of(
+                    ClaimRequest.of(IdempotencyKey.of("terms", "a"), "owner-a", Duration.ofSeconds(10))
+                            .withFingerprint("fp-a"),
+                    ClaimRequest.of(IdempotencyKey.of("terms", "b"), "owner-b", Duration.ofSeconds(20))
+                            .withFingerprint(null),
+                    ClaimRequest.of(IdempotencyKey.of("terms", "c"), "owner-a", Duration.ofSeconds(30))
+                            .withFingerprint("fp-c"));
+            List<ClaimRequest> shared = List.of(
+                    ClaimRequest.of(IdempotencyKey.of("terms", "d"), "owner-d", Duration.ofSeconds(40))
+                            .withFingerprint("fp-d"),
+                    ClaimRequest.of(IdempotencyKey.of("terms", "e"), "owner-d", Duration.ofSeconds(40))
+                            .withFingerprint("fp-d"));
+
+            assertThat(store.claimAll(own)).allSatisfy(r -> assertThat(r).isInstanceOf(ClaimResult.Claimed.class));
+            assertThat(store.claimAll(shared)).allSatisfy(r -> assertThat(r).isInstanceOf(ClaimResult.Claimed.class));
+
+            for (ClaimRequest claimed :
+                    Stream.concat(own.stream(), shared.stream()).toList()) {
+                assertThat(store.claim(claimOf(claimed.key(), "someone-else")))
+                        .isInstanceOfSatisfying(ClaimResult.InProgress.class, p -> {
+                            assertThat(p.owner()).isEqualTo(claimed.owner());
+                            assertThat(p.leaseUntil()).isEqualTo(clock.instant().plus(claimed.lease()));
+                            assertThat(p.fingerprint()).isEqualTo(claimed.fingerprint());
+                        });
+            }
+        }
     }
 
     @Test

@@ -32,6 +32,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.awaitility.Awaitility;
+import org.jspecify.annotations.Nullable;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -335,18 +336,12 @@ class RedisStoreTest {
     @Test
     void claimAll_ofClaimsWithTheirOwnTerms_storesEachKeysOwn_andOfSharedTerms_theSharedOnes() {
         try (RedisStore store = store(clock)) {
-            List<ClaimRequest> own = List.of(
-                    ClaimRequest.of(IdempotencyKey.of("terms", "a"), "owner-a", Duration.ofSeconds(10))
-                            .withFingerprint("fp-a"),
-                    ClaimRequest.of(IdempotencyKey.of("terms", "b"), "owner-b", Duration.ofSeconds(20))
-                            .withFingerprint(null),
-                    ClaimRequest.of(IdempotencyKey.of("terms", "c"), "owner-a", Duration.ofSeconds(30))
-                            .withFingerprint("fp-c"));
-            List<ClaimRequest> shared = List.of(
-                    ClaimRequest.of(IdempotencyKey.of("terms", "d"), "owner-d", Duration.ofSeconds(40))
-                            .withFingerprint("fp-d"),
-                    ClaimRequest.of(IdempotencyKey.of("terms", "e"), "owner-d", Duration.ofSeconds(40))
-                            .withFingerprint("fp-d"));
+            List<ClaimRequest> own = List.of( // neighbours in key order that share two of the three terms
+                    claim("a", "owner-a", 10, "fp-a"),
+                    claim("b", "owner-a", 10, "fp-b"),
+                    claim("c", "owner-c", 10, "fp-b"),
+                    claim("d", "owner-c", 20, null));
+            List<ClaimRequest> shared = List.of(claim("e", "owner-e", 40, "fp-e"), claim("f", "owner-e", 40, "fp-e"));
 
             assertThat(store.claimAll(own)).allSatisfy(r -> assertThat(r).isInstanceOf(ClaimResult.Claimed.class));
             assertThat(store.claimAll(shared)).allSatisfy(r -> assertThat(r).isInstanceOf(ClaimResult.Claimed.class));
@@ -361,6 +356,11 @@ class RedisStoreTest {
                         });
             }
         }
+    }
+
+    private static ClaimRequest claim(String key, String owner, int leaseSeconds, @Nullable String fingerprint) {
+        return ClaimRequest.of(IdempotencyKey.of("terms", key), owner, Duration.ofSeconds(leaseSeconds))
+                .withFingerprint(fingerprint);
     }
 
     @Test

@@ -636,8 +636,9 @@ public final class Guard implements AutoCloseable {
         }
 
         private static Duration positive(String name, Duration value) {
-            if (value == null || value.isNegative() || value.isZero()) {
-                throw new ConfigurationException(name + " must be a positive duration, got " + value);
+            if (value == null || value.compareTo(ClaimRequest.SHORTEST_LEASE) < 0) {
+                throw new ConfigurationException(
+                        name + " must be at least 1 ms (stores keep whole milliseconds), got " + value);
             }
             return bounded(name, value);
         }

@@ -19,6 +19,9 @@ import org.jspecify.annotations.Nullable;
  * <p>Immutable and thread-safe.
  */
 public final class ClaimRequest {
+    /** The shortest lease: stores keep whole milliseconds, and a shorter one would end as it began. */
+    public static final Duration SHORTEST_LEASE = Duration.ofMillis(1);
+
     private final IdempotencyKey key;
     private final String owner;
     private final Duration lease;
@@ -32,8 +35,9 @@ public final class ClaimRequest {
         if (owner.isBlank() || owner.length() > 64) {
             throw new IllegalArgumentException("owner token must be 1 to 64 characters, got '" + owner + "'");
         }
-        if (lease.isNegative() || lease.isZero()) {
-            throw new IllegalArgumentException("lease must be positive, got " + lease);
+        if (lease.compareTo(SHORTEST_LEASE) < 0) {
+            throw new IllegalArgumentException(
+                    "lease must be at least 1 ms (stores keep whole milliseconds), got " + lease);
         }
         Fingerprint.problem(fingerprint).ifPresent(problem -> {
             throw new IllegalArgumentException(problem);

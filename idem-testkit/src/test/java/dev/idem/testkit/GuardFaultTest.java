@@ -11,6 +11,7 @@ import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
+import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.StoredRecord;
 import dev.idem.testkit.ThrowingStore.Op;
@@ -190,6 +191,24 @@ class GuardFaultTest {
                         .build())
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("waitForInProgress");
+    }
+
+    /**
+     * Stores keep whole milliseconds: a lease under 1 ms (from the review of the Redis claim script) was stored as a
+     * deadline of now, a claim another consumer could take over at once while the first still ran the handler.
+     */
+    @Test
+    void aLeaseOrRetentionUnderOneMillisecond_isRefusedAtBuild_andInAClaimRequest() {
+        Duration half = Duration.ofNanos(500_000);
+        assertThatThrownBy(() -> Guard.builder(store).namespace("payments").lease(half))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("lease must be at least 1 ms");
+        assertThatThrownBy(() -> Guard.builder(store).namespace("payments").retention(half))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("retention must be at least 1 ms");
+        assertThatThrownBy(() -> ClaimRequest.of(IdempotencyKey.of("payments", "p-1"), "owner-a", half))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("lease must be at least 1 ms");
     }
 
     @Test

@@ -183,9 +183,9 @@ public final class Schema {
 
     /**
      * Runs each of {@code statements} (a shipped DDL: {@code CREATE TABLE|INDEX|SEQUENCE IF NOT EXISTS name …}) whose
-     * object is missing ({@link #executeMissing}), in one transaction. Two processes starting at once on a fresh database may both try
-     * to create an object ({@code IF NOT EXISTS} does not serialize them on PostgreSQL): the one that loses sees the
-     * other's object and runs the statements again. Public for the outbox's tables.
+     * object is missing ({@link #executeMissing}), in one transaction. Two processes starting at once on a fresh
+     * database may both try to create an object ({@code IF NOT EXISTS} does not serialize them on PostgreSQL): the one
+     * that loses sees the other's object and runs the statements again. Public for the outbox's tables.
      *
      * @throws StoreUnavailableException naming {@code store} when the database refuses
      */

@@ -134,9 +134,7 @@ public final class Schema {
         Pattern name = Pattern.compile("\\b" + DEFAULT_TABLE);
         List<String> statements = new ArrayList<>();
         for (String sql : statements(dialect)) {
-            if (!(dialect == Dialect.MYSQL && isSequence(sql))) {
-                statements.add(name.matcher(sql).replaceAll(table));
-            }
+            statements.add(name.matcher(sql).replaceAll(table));
         }
         return statements;
     }
@@ -145,6 +143,7 @@ public final class Schema {
         return sql.toUpperCase(Locale.ROOT).startsWith("CREATE SEQUENCE");
     }
 
+    /** The shipped statements of {@code dialect}; MySQL's leave out the sequence (it has none: no lease mode). */
     private static List<String> statements(Dialect dialect) {
         String text;
         try (InputStream in = Schema.class.getResourceAsStream(ddlResource(dialect))) {
@@ -158,7 +157,7 @@ public final class Schema {
         List<String> statements = new ArrayList<>();
         for (String part : text.replaceAll("(?m)--.*$", "").split(";")) {
             String sql = part.strip();
-            if (!sql.isEmpty()) {
+            if (!sql.isEmpty() && !(dialect == Dialect.MYSQL && isSequence(sql))) {
                 statements.add(sql);
             }
         }
@@ -172,13 +171,7 @@ public final class Schema {
 
     /** Creates what is missing of the shipped statements of {@code defaultTable}, renamed for {@code table}. */
     static void create(DataSource dataSource, Dialect dialect, String defaultTable, String table, String store) {
-        List<String> statements = new ArrayList<>();
-        for (String sql : ddl(dialect, defaultTable, table)) {
-            if (!(dialect == Dialect.MYSQL && isSequence(sql))) {
-                statements.add(sql);
-            }
-        }
-        createMissing(dataSource, dialect, statements, store);
+        createMissing(dataSource, dialect, ddl(dialect, defaultTable, table), store);
     }
 
     /**

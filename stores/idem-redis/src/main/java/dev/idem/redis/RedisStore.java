@@ -100,6 +100,10 @@ public final class RedisStore implements IdempotencyStore {
     private static final int BATCH_CHUNK = 256;
     /** "Now" for the scripts in server-clock mode: they read Redis's {@code TIME}. */
     private static final byte[] SERVER_NOW = {};
+    /** The claim script's marks: the claims' owner, fingerprint and lease given once, or once per claim. */
+    private static final byte[] SHARED_TERMS = utf8("=");
+
+    private static final byte[] OWN_TERMS = utf8("*");
 
     private final RedisLink link;
     private final String prefix;
@@ -283,7 +287,8 @@ public final class RedisStore implements IdempotencyStore {
         Witnesses.Witness witness = witnesses.of(namespace);
         byte[][] k = new byte[2 + claims.size()][];
         boolean shared = sharedTerms(claims);
-        byte[][] a = new byte[7 + 3 * (shared ? Math.min(1, claims.size()) : claims.size())][];
+        int terms = shared ? Math.min(1, claims.size()) : claims.size();
+        byte[][] a = new byte[7 + 3 * terms][];
         k[0] = keys.epoch();
         k[1] = keys.fence();
         a[0] = utf8(witness.epoch());
@@ -294,19 +299,16 @@ public final class RedisStore implements IdempotencyStore {
         a[5] = armingDelayArg;
         a[6] = shared ? SHARED_TERMS : OWN_TERMS;
         for (int j = 0; j < claims.size(); j++) {
+            k[2 + j] = keys.record(claims.get(j).key());
+        }
+        for (int j = 0; j < terms; j++) {
             ClaimRequest r = claims.get(j);
-            k[2 + j] = keys.record(r.key());
-            if (j == 0 || !shared) {
-                a[7 + 3 * j] = utf8(r.owner());
-                a[8 + 3 * j] = optional(r.fingerprint() == null ? null : utf8(r.fingerprint()));
-                a[9 + 3 * j] = number(r.lease().toMillis());
-            }
+            a[7 + 3 * j] = utf8(r.owner());
+            a[8 + 3 * j] = optional(r.fingerprint() == null ? null : utf8(r.fingerprint()));
+            a[9 + 3 * j] = number(r.lease().toMillis());
         }
         return link.call(Script.CLAIM, ScriptOutputType.MULTI, k, a);
     }
-
-    private static final byte[] SHARED_TERMS = utf8("=");
-    private static final byte[] OWN_TERMS = utf8("*");
 
     /** Whether every claim has the first one's owner, fingerprint and lease (a batch's usual case): sent once. */
     private static boolean sharedTerms(List<ClaimRequest> claims) {

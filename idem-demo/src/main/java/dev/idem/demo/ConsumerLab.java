@@ -88,7 +88,7 @@ final class ConsumerLab {
             say("starting " + options.consumers() + " consumer(s): "
                     + LabDatabase.redact(processes.displayCommandOf(1)));
             processes.start();
-            awaitReady(broker);
+            awaitReady(broker, processes);
             createAccounts(db, workload);
             AtomicLong lastGrowth = new AtomicLong(System.nanoTime());
             EffectWatch watch = new EffectWatch(effects, lastGrowth);
@@ -156,18 +156,15 @@ final class ConsumerLab {
         }
     }
 
-    private void awaitReady(ConsumerLabBroker broker) throws InterruptedException {
+    private void awaitReady(ConsumerLabBroker broker, ConsumerProcesses processes) throws InterruptedException {
         long deadline = System.nanoTime() + options.readySeconds() * 1_000_000_000L;
         long since = System.nanoTime();
         while (System.nanoTime() < deadline) {
             try {
                 if (broker.consumersReady(options.consumers())) {
-                    log.add(
-                            "ready",
-                            String.format(
-                                    Locale.ROOT,
-                                    "the consumers joined after %.1f s",
-                                    (System.nanoTime() - since) / 1e9));
+                    long joined = System.nanoTime() - since;
+                    processes.joinedAfter(joined);
+                    log.add("ready", String.format(Locale.ROOT, "the consumers joined after %.1f s", joined / 1e9));
                     return;
                 }
             } catch (Exception e) {
@@ -175,6 +172,7 @@ final class ConsumerLab {
             }
             Thread.sleep(200);
         }
+        processes.joinedAfter(System.nanoTime() - since);
         log.add("ready", "not every consumer joined within " + options.readySeconds() + " s: sending anyway");
     }
 

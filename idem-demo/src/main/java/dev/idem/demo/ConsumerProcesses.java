@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
@@ -18,7 +19,9 @@ import org.jspecify.annotations.Nullable;
  * N copies of the user's consumer, each started by {@code setsid sh -c <command>} so that it leads a process group of
  * its own: {@link #kill} sends {@code SIGKILL} to the whole group (a JVM started by a script dies with the script).
  * A copy that exits on its own, or is killed, is started again after a random pause; its output goes to {@code
- * consumer-<i>.log} in the output directory.
+ * consumer-<i>.log} in the output directory. A kill goes to a copy that has had the time to join ({@link #joinedAfter}):
+ * a copy still starting holds no message, and on a loaded machine (a JVM starting for seconds) kills of such copies
+ * left a consumer that loses messages undetected.
  */
 final class ConsumerProcesses implements AutoCloseable {
     private static final long MIN_PAUSE_MILLIS = 200;
@@ -39,6 +42,7 @@ final class ConsumerProcesses implements AutoCloseable {
     private final Thread onExit = new Thread(this::close, "idem-lab-consumers-stop");
     private volatile boolean closed;
     private volatile long lastChangeNanos = System.nanoTime();
+    private volatile long joinNanos;
 
     /** One consumer copy; {@code process} is null while it waits for its restart. */
     private static final class Slot {
@@ -48,6 +52,8 @@ final class ConsumerProcesses implements AutoCloseable {
         Process process;
 
         int starts;
+
+        long startedNanos;
 
         Slot(int instance) {
             this.instance = instance;
@@ -122,19 +128,34 @@ final class ConsumerProcesses implements AutoCloseable {
                 .count();
     }
 
-    /** {@code kill -9} of a random running copy's process group; it is restarted after a random pause. */
+    /** How long the copies took to join the broker at the start: a copy up for less is taken to be still starting. */
+    void joinedAfter(long nanos) {
+        joinNanos = nanos;
+    }
+
+    /**
+     * {@code kill -9} of a running copy's process group, a random one of those up for at least the join time (when
+     * none is, the one up the longest); it is restarted after a random pause.
+     */
     synchronized Optional<Integer> killOne(String why) {
-        List<Slot> alive = new ArrayList<>();
+        long now = System.nanoTime();
+        List<Slot> joined = new ArrayList<>();
+        Slot longestUp = null;
         for (Slot s : slots) {
             if (s.process != null && s.process.isAlive()) {
-                alive.add(s);
+                if (now - s.startedNanos >= joinNanos) {
+                    joined.add(s);
+                }
+                if (longestUp == null || s.startedNanos < longestUp.startedNanos) {
+                    longestUp = s;
+                }
             }
         }
-        if (alive.isEmpty()) {
+        if (longestUp == null) {
             return Optional.empty();
         }
-        Slot s = alive.get(random.nextInt(alive.size()));
-        kill(s, "kill -9", why);
+        Slot s = joined.isEmpty() ? longestUp : joined.get(random.nextInt(joined.size()));
+        kill(s, "kill -9", String.format(Locale.ROOT, "%s, up %.1f s", why, (now - s.startedNanos) / 1e9));
         restartLater(s);
         return Optional.of(s.instance);
     }
@@ -220,7 +241,8 @@ final class ConsumerProcesses implements AutoCloseable {
         pb.environment().put("IDEM_LAB_INSTANCE", Integer.toString(s.instance));
         s.process = pb.start();
         s.starts++;
-        lastChangeNanos = System.nanoTime();
+        s.startedNanos = System.nanoTime();
+        lastChangeNanos = s.startedNanos;
     }
 
     /** Kills every copy's process group. */

@@ -36,13 +36,20 @@ import org.jspecify.annotations.Nullable;
  *       redelivery finds the guarded row applied or not.
  * </ul>
  *
- * On MariaDB/MySQL and H2 each transaction carries one savepoint that proves, before the commit, that the database
- * did not roll the work back under it (two round trips). Immutable and thread-safe. Does not own the data source.
+ * On MariaDB/MySQL and H2, which roll a deadlock victim's whole transaction back (a caught exception hides it), the
+ * work's connection is watched ({@link WatchedConnection}): when nothing went by that could have ended the
+ * transaction, it commits as it is. When something did (the work caught a failed statement, took a driver object out
+ * of reach, or ran SQL that may end a transaction), the transaction is rolled back and the work runs once more, and
+ * from then on this instance sets a savepoint before each work that proves, before the commit, that the database did
+ * not roll the work back under it (two round trips more per transaction). Immutable configuration, thread-safe. Does
+ * not own the data source.
  */
 public final class OwnTransaction {
     private final DataSource dataSource;
     private final int deadlockRetries;
     private volatile @Nullable Dialect dialect;
+    /** Set once a work was seen doing what the watch cannot vouch for: each transaction then proves itself. */
+    private volatile boolean savepointFirst;
 
     private OwnTransaction(Builder b) {
         this.dataSource = b.dataSource;
@@ -80,6 +87,9 @@ public final class OwnTransaction {
     /** Marks a transaction to run again; never handed to a caller. */
     private static final Outcome RETRY = Outcome.inProgress("retry", null);
 
+    /** Marks a watched transaction rolled back because the watch could not vouch for it; never handed to a caller. */
+    private static final Outcome UNSURE = Outcome.inProgress("unsure", null);
+
     private Outcome once(TransactionalHandler work) {
         Dialect d;
         try {
@@ -87,12 +97,31 @@ public final class OwnTransaction {
         } catch (StoreUnavailableException e) {
             return unavailable(e);
         }
+        boolean watch = d != Dialect.POSTGRESQL && !savepointFirst;
+        Outcome outcome = attempt(work, d, watch);
+        if (outcome == UNSURE) {
+            savepointFirst = true;
+            return attempt(work, d, false);
+        }
+        return outcome;
+    }
+
+    /**
+     * One transaction; with {@code watch}, the work's connection watched instead of a savepoint set first, answering
+     * {@link #UNSURE} (rolled back) when the watch cannot vouch that the transaction is whole.
+     */
+    private Outcome attempt(TransactionalHandler work, Dialect d, boolean watch) {
         try (OwnedTransaction tx = OwnedTransaction.begin(dataSource, d, false)) {
             Connection c = tx.connection();
-            tx.guardAgainstSilentRollback();
+            @Nullable WatchedConnection watched = watch ? new WatchedConnection(c) : null;
+            if (!watch) {
+                tx.guardAgainstSilentRollback();
+            }
             Outcome outcome;
             try {
-                outcome = Objects.requireNonNull(work.handle(c), "the work must return an Outcome, not null");
+                outcome = Objects.requireNonNull(
+                        work.handle(watched == null ? c : watched.connection()),
+                        "the work must return an Outcome, not null");
             } catch (Exception e) {
                 if (SqlErrors.isDeadlock(e)) {
                     return RETRY;
@@ -101,6 +130,10 @@ public final class OwnTransaction {
             }
             if (!outcome.isFinal()) {
                 return outcome;
+            }
+            if (watched != null && !watched.provablyIntact()) {
+                tx.rollback();
+                return UNSURE;
             }
             OwnedTransaction.Commit commit = tx.commit();
             SQLException cause = commit.cause();

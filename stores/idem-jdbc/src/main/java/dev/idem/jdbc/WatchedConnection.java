@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.DatabaseMetaData;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
 import java.util.Map;
@@ -18,7 +19,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * The connection a handler gets on MariaDB/MySQL and H2, which roll a deadlock victim's whole transaction back, marks
  * included: it notes whether anything that could have ended the transaction went by. A database that rolls the
  * transaction back says so to the statement that ran into it, so when no call on this connection (or on a statement,
- * result set or metadata it gave out) failed, and the handler took no driver object out of reach ({@code unwrap}) nor
+ * result set or metadata it gave out) failed other than by an integrity constraint violation ({@link
+ * #failsTheStatementOnly}), and the handler took no driver object out of reach ({@code unwrap}) nor
  * ended the transaction itself (a {@code Connection} call, or SQL text that may end it: see {@link
  * #mayEndTheTransaction}), the marks are provably still there and need no counting before the commit.
  */
@@ -85,13 +87,25 @@ final class WatchedConnection {
                     try {
                         result = opened(method).invoke(target, args);
                     } catch (InvocationTargetException e) {
-                        unsure = true;
                         Throwable cause = e.getCause();
+                        if (!(cause instanceof SQLException failed && failsTheStatementOnly(failed))) {
+                            unsure = true;
+                        }
                         throw cause == null ? e : cause;
                     }
                     Class<?> returned = method.getReturnType();
                     return result != null && WATCHED.contains(returned) ? watch(result, returned) : result;
                 }));
+    }
+
+    /**
+     * An integrity constraint violation (SQLState class 23: a duplicate key, a foreign key, a NOT NULL column), which
+     * MariaDB/MySQL and H2 answer by rolling back the failed statement alone, never the transaction: a handler that
+     * catches it (a guard that tells a duplicate by its unique key does) leaves the transaction whole.
+     */
+    static boolean failsTheStatementOnly(SQLException e) {
+        String state = e.getSQLState();
+        return state != null && state.startsWith("23");
     }
 
     /**

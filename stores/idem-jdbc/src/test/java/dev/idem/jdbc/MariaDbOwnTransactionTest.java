@@ -11,6 +11,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -52,42 +53,54 @@ class MariaDbOwnTransactionTest {
     /** Issue 24: the savepoint set before the work and released before the commit cost two round trips each time. */
     @Test
     void aCleanWork_costsItsStatementsAndTheCommit_noSavepoint() {
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(CountingSocketFactory.urlWithCounting(db.url()));
-        config.setMaximumPoolSize(1);
-        try (HikariDataSource pool = new HikariDataSource(config)) {
+        try (HikariDataSource pool = countingPool()) {
             OwnTransaction own = OwnTransaction.of(pool);
-            for (int i = 0; i < 20; i++) { // warm the pool, the detection and the prepared statements
-                String id = "warm-" + i;
-                assertThat(own.run(c -> insert(c, id)).type()).isEqualTo(Outcome.Type.PROCESSED);
-            }
-            long before = CountingSocketFactory.onThisThread();
-            Outcome outcome = own.run(c -> insert(c, "counted"));
-            long trips = CountingSocketFactory.onThisThread() - before;
-            assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
-            // auto-commit off, the insert, the commit that restores auto-commit
-            assertThat(trips).as("round trips of one transaction").isEqualTo(3);
+            warm(own);
+            assertThat(roundTripsOf(own, c -> insert(c, "counted"))).isEqualTo(3);
         }
     }
 
     /**
-     * A work that catches a failed statement of its own and carries on: MariaDB kept the transaction (a duplicate key
-     * fails the statement only), but the watch cannot tell that from a deadlock, so the work runs once more under a
-     * savepoint, and the instance keeps the savepoint for every later work. Each work's writes commit once.
+     * Review: a redelivery through a {@link UniqueRowGuard} catches the duplicate key its insert ran into, which MariaDB
+     * answers by failing that statement alone; the watch took it for a possible rollback, ran the work again and set the
+     * savepoint for every later work of the instance.
      */
     @Test
-    void aWorkThatCaughtAFailedStatement_runsAgainUnderASavepoint_andItsWritesCommitOnce() throws SQLException {
+    void aDuplicateCaughtByAUniqueRowGuard_runsTheWorkOnce_andLaterWorksStillCostNoSavepoint() {
+        UniqueRowGuard ledger =
+                UniqueRowGuard.builder().table("ledger").uniqueKey("id").build();
+        AtomicInteger runs = new AtomicInteger();
+        try (HikariDataSource pool = countingPool()) {
+            OwnTransaction own = OwnTransaction.of(pool);
+            warm(own);
+            TransactionalHandler guarded = c -> {
+                runs.incrementAndGet();
+                return ledger.insertOnce(c, Map.of("id", "paid-once"), c2 -> Outcome.processed());
+            };
+            assertThat(own.run(guarded).type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(own.run(guarded).type()).isEqualTo(Outcome.Type.DUPLICATE);
+            assertThat(runs.get()).as("each delivery's work ran once").isEqualTo(2);
+            assertThat(roundTripsOf(own, c -> insert(c, "after-the-duplicate"))).isEqualTo(3);
+        }
+    }
+
+    /**
+     * A work that catches a failed statement of its own and carries on (here a missing table: MariaDB keeps the
+     * transaction, but the watch cannot tell that from a deadlock), so the work runs once more under a savepoint, and
+     * the instance keeps the savepoint for every later work. Each work's writes commit once.
+     */
+    @Test
+    void aWorkThatCaughtAnotherFailedStatement_runsAgainUnderASavepoint_andItsWritesCommitOnce() throws SQLException {
         OwnTransaction own = OwnTransaction.of(db.dataSource());
-        db.execute("INSERT INTO ledger VALUES ('taken')");
         AtomicInteger runs = new AtomicInteger();
         for (String id : List.of("first", "second")) {
             Outcome outcome = own.run(c -> {
                 runs.incrementAndGet();
                 insert(c, id);
                 try {
-                    insert(c, "taken");
-                } catch (SQLException duplicate) {
-                    // the work's choice: a duplicate is fine
+                    Statements.update(c, "INSERT INTO no_such_table VALUES (1)", List.of());
+                } catch (SQLException missing) {
+                    // the work's choice
                 }
                 return Outcome.processed();
             });
@@ -145,6 +158,30 @@ class MariaDbOwnTransactionTest {
         assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(runs.get()).isEqualTo(2);
         assertThat(count("SELECT COUNT(*) FROM ledger")).isEqualTo(2L);
+    }
+
+    private static HikariDataSource countingPool() {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(CountingSocketFactory.urlWithCounting(db.url()));
+        config.setMaximumPoolSize(1);
+        return new HikariDataSource(config);
+    }
+
+    /** Warms the pool, the database detection and the prepared statements. */
+    private static void warm(OwnTransaction own) {
+        for (int i = 0; i < 20; i++) {
+            String id = "warm-" + i;
+            assertThat(own.run(c -> insert(c, id)).type()).isEqualTo(Outcome.Type.PROCESSED);
+        }
+    }
+
+    /** The round trips of one transaction: here auto-commit off, the work's statements, the commit. */
+    private static long roundTripsOf(OwnTransaction own, TransactionalHandler work) {
+        long before = CountingSocketFactory.onThisThread();
+        Outcome outcome = own.run(work);
+        long trips = CountingSocketFactory.onThisThread() - before;
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+        return trips;
     }
 
     private static long count(String sql) throws SQLException {

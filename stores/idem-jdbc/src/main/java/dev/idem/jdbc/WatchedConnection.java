@@ -94,8 +94,23 @@ final class WatchedConnection {
                         throw cause == null ? e : cause;
                     }
                     Class<?> returned = method.getReturnType();
-                    return result != null && WATCHED.contains(returned) ? watch(result, returned) : result;
+                    return result != null && WATCHED.contains(returned)
+                            ? watch(result, kindOf(result, returned))
+                            : result;
                 }));
+    }
+
+    /** The most specific watched interface of {@code result}: a prepared statement stays one when a method declares a {@code Statement}. */
+    private static Class<?> kindOf(Object result, Class<?> declared) {
+        if (declared == Statement.class) {
+            if (result instanceof CallableStatement) {
+                return CallableStatement.class;
+            }
+            if (result instanceof PreparedStatement) {
+                return PreparedStatement.class;
+            }
+        }
+        return declared;
     }
 
     /**

@@ -69,4 +69,39 @@ class WatchedConnectionTest {
                     .isFalse();
         }
     }
+
+    /**
+     * Review: a result set's {@code getStatement()} is declared to return a {@code Statement}, and the watch handed out a
+     * proxy of that interface only, so a handler that casts it back to the prepared statement it ran failed; with an
+     * integrity violation caught, the transaction stays vouched for.
+     */
+    @Test
+    void aStatementReachedThroughItsResultSet_keepsItsKind_andACaughtDuplicateKeepsTheWatchSure() throws Exception {
+        try (Connection raw = DriverManager.getConnection("jdbc:h2:mem:watched-kinds")) {
+            try (Statement s = raw.createStatement()) {
+                s.execute("create table t (v int primary key)");
+                s.execute("insert into t values (1)");
+            }
+            WatchedConnection watched = new WatchedConnection(raw);
+            Connection c = watched.connection();
+            try (PreparedStatement p = c.prepareStatement("select v from t where v = ?")) {
+                p.setInt(1, 1);
+                try (ResultSet rs = p.executeQuery()) {
+                    assertThat(rs.getStatement()).isInstanceOf(PreparedStatement.class);
+                    assertThat(rs.getStatement()
+                                    .getConnection()
+                                    .getMetaData()
+                                    .getConnection()
+                                    .createStatement())
+                            .isInstanceOf(Statement.class);
+                }
+            }
+            try (PreparedStatement p = c.prepareStatement("insert into t values (1)")) {
+                p.executeUpdate();
+            } catch (java.sql.SQLException duplicate) {
+                assertThat(duplicate.getSQLState()).startsWith("23");
+            }
+            assertThat(watched.provablyIntact()).isTrue();
+        }
+    }
 }

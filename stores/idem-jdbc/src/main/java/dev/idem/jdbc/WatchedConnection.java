@@ -100,7 +100,10 @@ final class WatchedConnection {
                 }));
     }
 
-    /** The most specific watched interface of {@code result}: a prepared statement stays one when a method declares a {@code Statement}. */
+    /**
+     * The most specific watched interface of {@code result}: a prepared statement stays one where a method declares a
+     * {@code Statement} ({@code ResultSet.getStatement()}).
+     */
     private static Class<?> kindOf(Object result, Class<?> declared) {
         if (declared == Statement.class) {
             if (result instanceof CallableStatement) {

@@ -62,6 +62,8 @@ final class OwnedTransaction implements AutoCloseable {
     private boolean autoCommitOn;
 
     private @Nullable Savepoint guard;
+    /** Set when the driver threw an unchecked exception: the connection is aborted, not returned as it is. */
+    private boolean driverFailed;
 
     private OwnedTransaction(Connection connection, Dialect dialect, boolean restoreAutoCommit, boolean readCommitted) {
         this.connection = connection;
@@ -116,7 +118,10 @@ final class OwnedTransaction implements AutoCloseable {
         }
     }
 
-    /** Commits, unless the transaction can no longer commit; never throws for the commit itself. */
+    /**
+     * Commits, unless the transaction can no longer commit; never throws for the commit itself, not even for a driver's
+     * unchecked exception (its fate is then unknown, and the connection is aborted on {@link #close()}).
+     */
     Commit commit() {
         try {
             Optional<SQLException> lost = lostBeforeCommit();
@@ -135,6 +140,16 @@ final class OwnedTransaction implements AutoCloseable {
         } catch (SQLException e) {
             ended();
             return new Commit(isFateUnknown(e) ? Fate.UNKNOWN : Fate.REFUSED, e);
+        } catch (RuntimeException e) {
+            ended();
+            driverFailed = true;
+            return new Commit(
+                    Fate.UNKNOWN,
+                    new SQLException(
+                            "the JDBC driver failed while committing (" + e + "): the transaction may or may not have"
+                                    + " committed; the connection is aborted",
+                            "08000",
+                            e));
         }
     }
 
@@ -213,7 +228,7 @@ final class OwnedTransaction implements AutoCloseable {
     @Override
     public void close() {
         try {
-            if (!autoCommitOn) {
+            if (!autoCommitOn && !driverFailed) {
                 connection.rollback();
                 if (restoreAutoCommit) {
                     connection.setAutoCommit(true);
@@ -221,11 +236,28 @@ final class OwnedTransaction implements AutoCloseable {
             }
         } catch (SQLException e) {
             // Broken: the pool discards it (or the driver closes it); the database rolls back on its side.
+        } catch (RuntimeException e) {
+            driverFailed = true;
+        }
+        if (driverFailed) {
+            abort();
         }
         try {
             connection.close();
-        } catch (SQLException e) {
+        } catch (SQLException | RuntimeException e) {
             // Nothing left to release on our side.
+        }
+    }
+
+    /**
+     * Closes the physical connection of a driver that failed with an unchecked exception: its protocol state is
+     * unknown (a reply read one behind answers the next statement), so it must not serve another borrowing.
+     */
+    private void abort() {
+        try {
+            connection.abort(Runnable::run);
+        } catch (SQLException | RuntimeException e) {
+            // Nothing more to do: the pool may still hand it out, and its next statement fails.
         }
     }
 

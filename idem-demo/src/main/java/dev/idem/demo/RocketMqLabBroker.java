@@ -347,6 +347,9 @@ final class RocketMqLabBroker implements LabBroker {
                     return false;
                 }
                 try {
+                    if (embedded != null && embedded.scheduledPending() > 0) {
+                        return false; // a retry's delay has ended, but the broker has not sent it back yet
+                    }
                     for (MessageQueue q : queues(topic)) {
                         if (offset(q) < producer.maxOffset(q)) {
                             return false;

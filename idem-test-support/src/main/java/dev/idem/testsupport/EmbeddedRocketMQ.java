@@ -9,6 +9,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.broker.BrokerController;
+import org.apache.rocketmq.broker.schedule.ScheduleMessageService;
 import org.apache.rocketmq.common.BrokerConfig;
 import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.MixAll;
@@ -209,6 +210,22 @@ public final class EmbeddedRocketMQ implements AutoCloseable {
 
     public long endOffset(String topic, int queue) throws ConsumeQueueException {
         return broker.getMessageStore().getMaxOffsetInQueue(topic, queue);
+    }
+
+    /**
+     * The messages the broker holds back for a delay level (a consumer's retry sent back with a delay, a delayed send)
+     * that it has not yet put into their topic: the schedule topic's queue of each level against the offset the
+     * broker's delivery of that level has reached. On a loaded machine that delivery runs late.
+     */
+    public long scheduledPending() throws ConsumeQueueException {
+        ScheduleMessageService schedule = broker.getScheduleMessageService();
+        long pending = 0;
+        for (int level = 1; level <= schedule.getMaxDelayLevel(); level++) {
+            long end =
+                    endOffset(TopicValidator.RMQ_SYS_SCHEDULE_TOPIC, ScheduleMessageService.delayLevel2QueueId(level));
+            pending += Math.max(0, end - schedule.getOffsetTable().getOrDefault(level, 0L));
+        }
+        return pending;
     }
 
     /**

@@ -59,7 +59,7 @@ public final class Guard implements AutoCloseable {
     private static final Duration MIN_POLL = Duration.ofMillis(1);
     private static final Duration MAX_POLL = Duration.ofMillis(200);
     /** Longest lease, retention or wait a guard accepts. */
-    private static final Duration MAX_SETTING = Duration.ofDays(36_500);
+    private static final Duration MAX_SETTING = ClaimRequest.LONGEST_LEASE;
 
     private final IdempotencyStore store;
     private final String namespace;

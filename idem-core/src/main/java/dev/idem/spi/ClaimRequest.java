@@ -22,6 +22,12 @@ public final class ClaimRequest {
     /** The shortest lease: stores keep whole milliseconds, and a shorter one would end as it began. */
     public static final Duration SHORTEST_LEASE = Duration.ofMillis(1);
 
+    /**
+     * The longest lease (and the longest setting a {@code Guard} takes): about 100 years, within the stores' time
+     * arithmetic (a deadline in epoch milliseconds below 2^53, exact in a Redis script's numbers).
+     */
+    public static final Duration LONGEST_LEASE = Duration.ofDays(36_500);
+
     private final IdempotencyKey key;
     private final String owner;
     private final Duration lease;
@@ -38,6 +44,10 @@ public final class ClaimRequest {
         if (lease.compareTo(SHORTEST_LEASE) < 0) {
             throw new IllegalArgumentException(
                     "lease must be at least 1 ms (stores keep whole milliseconds), got " + lease);
+        }
+        if (lease.compareTo(LONGEST_LEASE) > 0) {
+            throw new IllegalArgumentException("lease must be at most " + LONGEST_LEASE.toDays()
+                    + " days (about 100 years), got " + lease + ": a longer one overflows the stores' time arithmetic");
         }
         Fingerprint.problem(fingerprint).ifPresent(problem -> {
             throw new IllegalArgumentException(problem);

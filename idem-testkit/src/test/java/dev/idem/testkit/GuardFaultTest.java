@@ -211,6 +211,25 @@ class GuardFaultTest {
                 .hasMessageContaining("lease must be at least 1 ms");
     }
 
+    /**
+     * A lease beyond what a Guard accepts (100 years) passed a {@code ClaimRequest} of its own: past 2^53 ms its end no
+     * longer fits a Redis script's numbers, and past about 292 million years it overflowed the stores' arithmetic.
+     */
+    @Test
+    void aLeaseOverAHundredYears_isRefusedInAClaimRequest_asAtGuardBuild() {
+        Duration hundredYears = Duration.ofDays(36_500);
+        Duration tooLong = hundredYears.plusMillis(1);
+        assertThatThrownBy(() -> Guard.builder(store).namespace("payments").lease(tooLong))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("lease must be at most 36500 days");
+        assertThatThrownBy(() -> ClaimRequest.of(IdempotencyKey.of("payments", "p-1"), "owner-a", tooLong))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("lease must be at most 36500 days");
+        assertThat(ClaimRequest.of(IdempotencyKey.of("payments", "p-1"), "owner-a", hundredYears)
+                        .lease())
+                .isEqualTo(hundredYears);
+    }
+
     @Test
     void watchdog_survivesAnExtendThatThrowsAnythingOnce_keepsExtending_andReportsIt() throws Exception {
         try (InMemoryStore realTime = InMemoryStore.create()) {

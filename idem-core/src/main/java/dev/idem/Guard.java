@@ -1,6 +1,7 @@
 package dev.idem;
 
 import dev.idem.IdempotencyEvent.GuardKind;
+import dev.idem.internal.LeaseBounds;
 import dev.idem.internal.LeaseWatchdog;
 import dev.idem.internal.SafeListener;
 import dev.idem.internal.Timestamps;
@@ -58,8 +59,6 @@ public final class Guard implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Guard.class.getName());
     private static final Duration MIN_POLL = Duration.ofMillis(1);
     private static final Duration MAX_POLL = Duration.ofMillis(200);
-    /** Longest lease, retention or wait a guard accepts. */
-    private static final Duration MAX_SETTING = ClaimRequest.LONGEST_LEASE;
 
     private final IdempotencyStore store;
     private final String namespace;
@@ -636,19 +635,17 @@ public final class Guard implements AutoCloseable {
         }
 
         private static Duration positive(String name, Duration value) {
-            if (value == null || value.compareTo(ClaimRequest.SHORTEST_LEASE) < 0) {
-                throw new ConfigurationException(
-                        name + " must be at least 1 ms (stores keep whole milliseconds), got " + value);
-            }
-            return bounded(name, value);
+            LeaseBounds.problem(name, value).ifPresent(problem -> {
+                throw new ConfigurationException(problem);
+            });
+            return value;
         }
 
         /** Refuses what would overflow the stores' and the guard's time arithmetic (e.g. ChronoUnit.FOREVER). */
         private static Duration bounded(String name, Duration value) {
-            if (value.compareTo(MAX_SETTING) > 0) {
-                throw new ConfigurationException(name + " must be at most " + MAX_SETTING.toDays() + " days (about 100"
-                        + " years), got " + value + ": a longer one overflows the time arithmetic of the stores");
-            }
+            LeaseBounds.tooLong(name, value).ifPresent(problem -> {
+                throw new ConfigurationException(problem);
+            });
             return value;
         }
     }

@@ -2,6 +2,7 @@ package dev.idem.spi;
 
 import dev.idem.Fingerprint;
 import dev.idem.IdempotencyKey;
+import dev.idem.internal.LeaseBounds;
 import java.time.Duration;
 import java.util.Objects;
 import org.jspecify.annotations.Nullable;
@@ -22,10 +23,7 @@ public final class ClaimRequest {
     /** The shortest lease: stores keep whole milliseconds, and a shorter one would end as it began. */
     public static final Duration SHORTEST_LEASE = Duration.ofMillis(1);
 
-    /**
-     * The longest lease (and the longest setting a {@code Guard} takes): about 100 years, within the stores' time
-     * arithmetic (a deadline in epoch milliseconds below 2^53, exact in a Redis script's numbers).
-     */
+    /** The longest lease (and the longest setting a {@code Guard} takes), see {@link LeaseBounds}. */
     public static final Duration LONGEST_LEASE = Duration.ofDays(36_500);
 
     private final IdempotencyKey key;
@@ -41,14 +39,9 @@ public final class ClaimRequest {
         if (owner.isBlank() || owner.length() > 64) {
             throw new IllegalArgumentException("owner token must be 1 to 64 characters, got '" + owner + "'");
         }
-        if (lease.compareTo(SHORTEST_LEASE) < 0) {
-            throw new IllegalArgumentException(
-                    "lease must be at least 1 ms (stores keep whole milliseconds), got " + lease);
-        }
-        if (lease.compareTo(LONGEST_LEASE) > 0) {
-            throw new IllegalArgumentException("lease must be at most " + LONGEST_LEASE.toDays()
-                    + " days (about 100 years), got " + lease + ": a longer one overflows the stores' time arithmetic");
-        }
+        LeaseBounds.problem("lease", lease).ifPresent(problem -> {
+            throw new IllegalArgumentException(problem);
+        });
         Fingerprint.problem(fingerprint).ifPresent(problem -> {
             throw new IllegalArgumentException(problem);
         });

@@ -200,15 +200,10 @@ class GuardFaultTest {
     @Test
     void aLeaseOrRetentionUnderOneMillisecond_isRefusedAtBuild_andInAClaimRequest() {
         Duration half = Duration.ofNanos(500_000);
-        assertThatThrownBy(() -> Guard.builder(store).namespace("payments").lease(half))
-                .isInstanceOf(ConfigurationException.class)
-                .hasMessageContaining("lease must be at least 1 ms");
+        assertLeaseRefused(half, "lease must be at least 1 ms");
         assertThatThrownBy(() -> Guard.builder(store).namespace("payments").retention(half))
                 .isInstanceOf(ConfigurationException.class)
                 .hasMessageContaining("retention must be at least 1 ms");
-        assertThatThrownBy(() -> ClaimRequest.of(IdempotencyKey.of("payments", "p-1"), "owner-a", half))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("lease must be at least 1 ms");
     }
 
     /**
@@ -219,15 +214,20 @@ class GuardFaultTest {
     void aLeaseOverAHundredYears_isRefusedInAClaimRequest_asAtGuardBuild() {
         Duration hundredYears = Duration.ofDays(36_500);
         Duration tooLong = hundredYears.plusMillis(1);
-        assertThatThrownBy(() -> Guard.builder(store).namespace("payments").lease(tooLong))
-                .isInstanceOf(ConfigurationException.class)
-                .hasMessageContaining("lease must be at most 36500 days");
-        assertThatThrownBy(() -> ClaimRequest.of(IdempotencyKey.of("payments", "p-1"), "owner-a", tooLong))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("lease must be at most 36500 days");
+        assertLeaseRefused(tooLong, "lease must be at most 36500 days");
         assertThat(ClaimRequest.of(IdempotencyKey.of("payments", "p-1"), "owner-a", hundredYears)
                         .lease())
                 .isEqualTo(hundredYears);
+    }
+
+    /** {@code lease} is refused with {@code message} both by a Guard's builder and by a store's claim request. */
+    private void assertLeaseRefused(Duration lease, String message) {
+        assertThatThrownBy(() -> Guard.builder(store).namespace("payments").lease(lease))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining(message);
+        assertThatThrownBy(() -> ClaimRequest.of(IdempotencyKey.of("payments", "p-1"), "owner-a", lease))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(message);
     }
 
     @Test

@@ -25,13 +25,13 @@ class EmbeddedRocketMQScheduleTest {
         producer.start();
         try {
             Message delayed = new Message(topic, "later".getBytes(StandardCharsets.UTF_8));
-            delayed.setDelayTimeLevel(4); // 2 s with the embedded broker's levels
+            delayed.setDelayTimeLevel(10); // 4 s with the embedded broker's levels
             long before = rocketmq.scheduledPending();
 
             RocketMQSend.toQueue(producer, delayed, 0);
 
-            // the broker files it in the schedule topic's queue in the background, well within the 2 s
-            await().atMost(Duration.ofSeconds(1)).until(() -> rocketmq.scheduledPending() == before + 1);
+            // the broker files it in the schedule topic's queue in the background: seen there before its 4 s end
+            await().atMost(Duration.ofSeconds(3)).until(() -> rocketmq.scheduledPending() == before + 1);
             assertThat(rocketmq.endOffset(topic, 0)).isZero();
             await().atMost(Duration.ofSeconds(30)).until(() -> rocketmq.endOffset(topic, 0) == 1);
             await().atMost(Duration.ofSeconds(5)).until(() -> rocketmq.scheduledPending() == before);

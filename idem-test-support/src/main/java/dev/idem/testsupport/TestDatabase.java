@@ -109,6 +109,18 @@ public final class TestDatabase implements AutoCloseable {
         return dataSource;
     }
 
+    /**
+     * A pool of one connection on this database, handed out in auto-commit or not, whose round trips {@link
+     * CountingSocketFactory} counts (every call reuses the same connection). The caller closes it.
+     */
+    public HikariDataSource countedPool(boolean autoCommit) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(CountingSocketFactory.urlWithCounting(url));
+        config.setMaximumPoolSize(1);
+        config.setAutoCommit(autoCommit);
+        return new HikariDataSource(config);
+    }
+
     /** Opens a connection from the pool. */
     public Connection connection() throws SQLException {
         return dataSource.getConnection();

@@ -2,7 +2,6 @@ package dev.idem.bench.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
@@ -59,7 +58,7 @@ class InboxRoundTripsTest {
                 .build();
         SoftAssertions softly = new SoftAssertions();
         for (boolean autoCommit : new boolean[] {true, false}) {
-            try (HikariDataSource pool = countedPool(db, autoCommit)) {
+            try (HikariDataSource pool = db.countedPool(autoCommit)) {
                 JdbcInbox inbox =
                         JdbcInbox.builder(pool).namespace("n" + autoCommit).build();
                 boolean postgres = db.engine() == TestDatabase.Engine.POSTGRESQL;
@@ -143,14 +142,5 @@ class InboxRoundTripsTest {
             ledger.setString(1, key);
             ledger.executeUpdate();
         }
-    }
-
-    /** One connection, so that every message reuses the same one; its round trips are counted. */
-    private static HikariDataSource countedPool(TestDatabase db, boolean autoCommit) {
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(CountingSocketFactory.urlWithCounting(db.url()));
-        config.setMaximumPoolSize(1);
-        config.setAutoCommit(autoCommit);
-        return new HikariDataSource(config);
     }
 }

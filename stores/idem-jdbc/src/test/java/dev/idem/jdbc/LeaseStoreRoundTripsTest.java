@@ -2,7 +2,6 @@ package dev.idem.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Delivery;
 import dev.idem.Guard;
@@ -76,11 +75,7 @@ class LeaseStoreRoundTripsTest {
 
     private static void assertRoundTrips(
             TestDatabase db, Clock clock, long perNew, long perDuplicate, boolean autoCommitPool) {
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(CountingSocketFactory.urlWithCounting(db.url()));
-        config.setMaximumPoolSize(1);
-        config.setAutoCommit(autoCommitPool);
-        try (HikariDataSource pool = new HikariDataSource(config)) {
+        try (HikariDataSource pool = db.countedPool(autoCommitPool)) {
             JdbcStore store = JdbcStore.builder(pool)
                     .createTableIfMissing(true)
                     .useDatabaseClock(clock == Clock.DATABASE)

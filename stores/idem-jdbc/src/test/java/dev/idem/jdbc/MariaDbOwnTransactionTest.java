@@ -2,7 +2,6 @@ package dev.idem.jdbc;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Outcome;
 import dev.idem.testsupport.CountingSocketFactory;
@@ -53,7 +52,7 @@ class MariaDbOwnTransactionTest {
     /** Issue 24: the savepoint set before the work and released before the commit cost two round trips each time. */
     @Test
     void aCleanWork_costsItsStatementsAndTheCommit_noSavepoint() {
-        try (HikariDataSource pool = countingPool()) {
+        try (HikariDataSource pool = db.countedPool(true)) {
             OwnTransaction own = OwnTransaction.of(pool);
             warm(own);
             assertThat(roundTripsOf(own, c -> insert(c, "counted"))).isEqualTo(3);
@@ -70,7 +69,7 @@ class MariaDbOwnTransactionTest {
         UniqueRowGuard ledger =
                 UniqueRowGuard.builder().table("ledger").uniqueKey("id").build();
         AtomicInteger runs = new AtomicInteger();
-        try (HikariDataSource pool = countingPool()) {
+        try (HikariDataSource pool = db.countedPool(true)) {
             OwnTransaction own = OwnTransaction.of(pool);
             warm(own);
             TransactionalHandler guarded = c -> {
@@ -158,13 +157,6 @@ class MariaDbOwnTransactionTest {
         assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(runs.get()).isEqualTo(2);
         assertThat(count("SELECT COUNT(*) FROM ledger")).isEqualTo(2L);
-    }
-
-    private static HikariDataSource countingPool() {
-        HikariConfig config = new HikariConfig();
-        config.setJdbcUrl(CountingSocketFactory.urlWithCounting(db.url()));
-        config.setMaximumPoolSize(1);
-        return new HikariDataSource(config);
     }
 
     /** Warms the pool, the database detection and the prepared statements. */

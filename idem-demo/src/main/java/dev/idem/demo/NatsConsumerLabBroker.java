@@ -4,8 +4,6 @@ import io.nats.client.Connection;
 import io.nats.client.JetStream;
 import io.nats.client.JetStreamApiException;
 import io.nats.client.JetStreamManagement;
-import io.nats.client.Nats;
-import io.nats.client.Options;
 import io.nats.client.PublishOptions;
 import io.nats.client.api.AckPolicy;
 import io.nats.client.api.ConsumerConfiguration;
@@ -59,11 +57,7 @@ final class NatsConsumerLabBroker implements ConsumerLabBroker {
     NatsConsumerLabBroker(String url, String suffix) {
         this.url = url;
         try {
-            this.connection = Nats.connect(Options.builder()
-                    .server(url)
-                    .connectionTimeout(Duration.ofSeconds(3))
-                    .maxReconnects(-1)
-                    .build());
+            this.connection = NatsLabBroker.connect(url);
             this.management = connection.jetStreamManagement();
             this.jetStream = connection.jetStream();
             management.getAccountStatistics();

@@ -339,10 +339,15 @@ final class NatsLabBroker implements LabBroker {
         return "idem-lab." + suffix + ".dlq." + s.id();
     }
 
-    private static Connection connect(String url) throws IOException, InterruptedException {
+    /**
+     * A connection of the labs to NATS, reconnecting for ever. The handshake may take 15 s: on a machine at load 20 a
+     * 3 s limit failed the consumer lab's start against a NATS that was up ("Unable to connect"); a refused
+     * connection still fails at once.
+     */
+    static Connection connect(String url) throws IOException, InterruptedException {
         return Nats.connect(Options.builder()
                 .server(url)
-                .connectionTimeout(Duration.ofSeconds(3))
+                .connectionTimeout(Duration.ofSeconds(15))
                 .maxReconnects(-1)
                 .reconnectWait(Duration.ofMillis(100))
                 .build());

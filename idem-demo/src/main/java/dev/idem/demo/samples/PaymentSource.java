@@ -36,13 +36,13 @@ interface PaymentSource {
     }
 
     /**
-     * The same source, with JetStream messages fetched {@code natsFetch} at a time (Kafka polls up to 20 records
-     * whatever it is given).
+     * The same source, with batches of up to {@code batch} messages on NATS (a fetch) and RabbitMQ (the deliveries of
+     * a prefetch of that many); Kafka polls up to 20 records whatever it is given.
      */
-    static PaymentSource of(SampleArgs args, int natsFetch) throws Exception {
+    static PaymentSource of(SampleArgs args, int batch) throws Exception {
         return switch (args.broker()) {
-            case "nats" -> new Jet(args, natsFetch);
-            case "rabbitmq" -> new Rabbit(args);
+            case "nats" -> new Jet(args, batch);
+            case "rabbitmq" -> new Rabbit(args, batch);
             default -> new Kafka(args);
         };
     }
@@ -123,39 +123,47 @@ interface PaymentSource {
     }
 
     /**
-     * A consumer of the shared queue with a prefetch of one: the broker hands the next message to another consumer
-     * while this one works, so copies next to each other go to two consumers at once.
+     * A consumer of the shared queue with a prefetch of one unless told otherwise: the broker hands the next message to
+     * another consumer while this one works, so copies next to each other go to two consumers at once.
      */
     final class Rabbit implements PaymentSource {
         private final com.rabbitmq.client.Channel channel;
+        private final int batch;
         private final java.util.concurrent.BlockingQueue<com.rabbitmq.client.Delivery> received =
                 new java.util.concurrent.LinkedBlockingQueue<>();
-        private final List<Long> tags = new ArrayList<>();
+        private long lastTag = -1;
 
-        Rabbit(SampleArgs args) throws Exception {
+        Rabbit(SampleArgs args, int batch) throws Exception {
+            this.batch = batch;
             com.rabbitmq.client.ConnectionFactory factory = new com.rabbitmq.client.ConnectionFactory();
             factory.setUri(args.get("server"));
             channel = factory.newConnection().createChannel();
-            channel.basicQos(1);
+            channel.basicQos(batch);
             channel.basicConsume(args.get("queue"), false, (tag, delivery) -> received.add(delivery), tag -> {});
         }
 
         @Override
         public List<Payment> next() throws Exception {
-            tags.clear();
-            com.rabbitmq.client.Delivery d = received.poll(200, java.util.concurrent.TimeUnit.MILLISECONDS);
-            if (d == null) {
+            lastTag = -1;
+            com.rabbitmq.client.Delivery first = received.poll(200, java.util.concurrent.TimeUnit.MILLISECONDS);
+            if (first == null) {
                 return List.of();
             }
-            tags.add(d.getEnvelope().getDeliveryTag());
-            Object id = d.getProperties().getHeaders().get("payment-id");
-            return List.of(Payment.of(id.toString(), new String(d.getBody(), StandardCharsets.UTF_8)));
+            List<com.rabbitmq.client.Delivery> deliveries = new ArrayList<>(List.of(first));
+            received.drainTo(deliveries, batch - 1);
+            List<Payment> payments = new ArrayList<>();
+            for (com.rabbitmq.client.Delivery d : deliveries) {
+                lastTag = d.getEnvelope().getDeliveryTag();
+                Object id = d.getProperties().getHeaders().get("payment-id");
+                payments.add(Payment.of(id.toString(), new String(d.getBody(), StandardCharsets.UTF_8)));
+            }
+            return payments;
         }
 
         @Override
         public void acknowledge() throws Exception {
-            for (long tag : tags) {
-                channel.basicAck(tag, false);
+            if (lastTag >= 0) {
+                channel.basicAck(lastTag, true);
             }
         }
     }

@@ -11,6 +11,7 @@ import dev.idem.InvalidKeyException;
 import dev.idem.Outcome;
 import dev.idem.RetryLaterException;
 import dev.idem.StoreUnavailableException;
+import dev.idem.internal.LeaseBounds;
 import dev.idem.internal.SafeListener;
 import dev.idem.internal.Timestamps;
 import java.sql.Connection;
@@ -710,6 +711,8 @@ public final class JdbcInbox {
 
     /** Builds a {@link JdbcInbox}. Each setter checks its value at once; {@link #build()} the rest. */
     public static final class Builder extends JdbcBuilder<Builder> {
+        private static final Duration LONGEST_LOCK_WAIT = Duration.ofDays(1);
+
         private @Nullable String namespace;
         private Duration retention = Duration.ofDays(7);
         private Duration lockWait = Duration.ofSeconds(10);
@@ -727,22 +730,26 @@ public final class JdbcInbox {
             return this;
         }
 
-        /** How long a mark is kept; a copy arriving later runs again. Default 7 days. */
+        /** How long a mark is kept; a copy arriving later runs again. Default 7 days; 1 ms to 36,500 days. */
         public Builder retention(Duration retention) {
-            if (retention == null || retention.isNegative() || retention.isZero()) {
-                throw new ConfigurationException("retention must be a positive duration, got " + retention);
-            }
+            LeaseBounds.problem("retention", retention).ifPresent(problem -> {
+                throw new ConfigurationException(problem);
+            });
             this.retention = retention;
             return this;
         }
 
         /**
          * How long a copy waits for an uncommitted copy of the same key before answering {@code IN_PROGRESS}.
-         * Whole seconds (rounded up; JDBC query timeouts count seconds). Default 10 s.
+         * Whole seconds (rounded up; JDBC query timeouts count seconds). Default 10 s; at most 1 day.
          */
         public Builder lockWait(Duration lockWait) {
             if (lockWait == null || lockWait.isNegative() || lockWait.isZero()) {
                 throw new ConfigurationException("lockWait must be a positive duration, got " + lockWait);
+            }
+            if (lockWait.compareTo(LONGEST_LOCK_WAIT) > 0) {
+                throw new ConfigurationException("lockWait must be at most 1 day, got " + lockWait
+                        + ": a copy waits that long for an uncommitted twin before answering IN_PROGRESS");
             }
             this.lockWait = lockWait;
             return this;

@@ -855,6 +855,22 @@ abstract class InboxTestBase extends InboxFixture {
     }
 
     @Test
+    void retentionAndLockWait_outsideWhatTheInboxCanKeep_areRefused_namingTheBounds() {
+        assertThatThrownBy(() -> inboxBuilder().retention(Duration.ofNanos(500_000)))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("retention must be at least 1 ms");
+        assertThatThrownBy(() -> inboxBuilder().retention(Duration.ofDays(36_501)))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("retention must be at most 36500 days");
+        assertThatThrownBy(() -> inboxBuilder().lockWait(Duration.ofSeconds(Integer.MAX_VALUE + 1L)))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("lockWait must be at most 1 day");
+        assertThatThrownBy(() -> inboxBuilder().lockWait(Duration.ZERO))
+                .isInstanceOf(ConfigurationException.class)
+                .hasMessageContaining("lockWait must be a positive duration");
+    }
+
+    @Test
     void missingTable_isAConfigurationError_namingTheDdl() {
         JdbcStore store =
                 JdbcStore.builder(db.dataSource()).table("not_created").build();

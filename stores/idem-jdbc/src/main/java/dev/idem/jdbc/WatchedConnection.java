@@ -127,16 +127,18 @@ final class WatchedConnection {
     }
 
     /**
-     * True unless {@code sql} is one statement that starts with a keyword of {@link #PLAIN_STATEMENTS}: text such as
-     * {@code ROLLBACK}, {@code COMMIT}, {@code START TRANSACTION}, {@code SET autocommit}, DDL (which commits on
+     * True unless {@code sql} is one statement that starts with a keyword of {@link #PLAIN_STATEMENTS}, after blanks,
+     * parentheses and comments ({@code /* … *}{@code /}, {@code -- …}: Hibernate's {@code use_sql_comments}): text such
+     * as {@code ROLLBACK}, {@code COMMIT}, {@code START TRANSACTION}, {@code SET autocommit}, DDL (which commits on
      * MariaDB/MySQL), {@code LOCK TABLES}, {@code XA} or a {@code CALL} of a procedure that rolls back ends the
-     * transaction with no failing call and no {@code Connection} method to show it. Errs on the side of counting: a
-     * leading comment, or a semicolon inside a literal, counts as such text too.
+     * transaction with no failing call and no {@code Connection} method to show it. Errs on the side of counting: an
+     * executable comment ({@code /*!}, {@code /*M!}), a nested or unterminated one, or a semicolon inside a literal
+     * counts as such text too.
      */
     static boolean mayEndTheTransaction(String sql) {
-        int start = 0;
-        while (start < sql.length() && (Character.isWhitespace(sql.charAt(start)) || sql.charAt(start) == '(')) {
-            start++;
+        int start = statementStart(sql);
+        if (start < 0) {
+            return true;
         }
         int semicolon = sql.indexOf(';', start);
         if (semicolon >= 0 && !sql.substring(semicolon + 1).isBlank()) {
@@ -150,6 +152,30 @@ final class WatchedConnection {
             }
         }
         return true;
+    }
+
+    /** Where the first keyword of {@code sql} starts, past blanks, parentheses and plain comments; -1 if unsure. */
+    private static int statementStart(String sql) {
+        int i = 0;
+        while (i < sql.length()) {
+            char c = sql.charAt(i);
+            if (Character.isWhitespace(c) || c == '(') {
+                i++;
+            } else if (sql.startsWith("/*", i)) {
+                int end = sql.indexOf("*/", i + 2);
+                String body = end < 0 ? "" : sql.substring(i + 2, end);
+                if (end < 0 || body.startsWith("!") || body.startsWith("M!") || body.contains("/*")) {
+                    return -1; // unterminated, executed by MariaDB/MySQL, or nested (H2 nests them)
+                }
+                i = end + 2;
+            } else if (sql.startsWith("--", i) && i + 2 < sql.length() && Character.isWhitespace(sql.charAt(i + 2))) {
+                int end = sql.indexOf('\n', i);
+                i = end < 0 ? sql.length() : end + 1;
+            } else {
+                return i;
+            }
+        }
+        return i;
     }
 
     /**

@@ -59,6 +59,21 @@ class MariaDbOwnTransactionTest {
         }
     }
 
+    /** Hibernate with {@code use_sql_comments} starts every statement with a comment naming the entity. */
+    @Test
+    void aWorkWhoseStatementsStartWithAComment_costsNoSavepointEither() {
+        try (HikariDataSource pool = db.countedPool(true)) {
+            OwnTransaction own = OwnTransaction.of(pool);
+            warm(own);
+            TransactionalHandler commented = c -> {
+                Statements.update(c, "/* insert com.example.Ledger */ INSERT INTO ledger VALUES (?)", List.of("noted"));
+                return Outcome.processed();
+            };
+            assertThat(roundTripsOf(own, commented)).isEqualTo(3);
+            assertThat(roundTripsOf(own, c -> insert(c, "after"))).isEqualTo(3);
+        }
+    }
+
     /**
      * Review: a redelivery through a {@link UniqueRowGuard} catches the duplicate key its insert ran into, which MariaDB
      * answers by failing that statement alone; the watch took it for a possible rollback, ran the work again and set the

@@ -20,7 +20,11 @@ class WatchedConnectionSqlTextTest {
                 "DELETE FROM t",
                 "REPLACE INTO t VALUES (1)",
                 "WITH x AS (SELECT 1) SELECT * FROM x",
-                "VALUES (1)"
+                "VALUES (1)",
+                "/* insert com.example.Payment */ insert into payment (id, amount) values (?, ?)",
+                "/* a */ /* b */ (SELECT 1)",
+                "-- a comment\nSELECT 1",
+                "--\tnote\r\nUPDATE t SET a = 1"
             })
     void oneStatementThatCannotEndTheTransaction_isPlain(String sql) {
         assertThat(WatchedConnection.mayEndTheTransaction(sql)).isFalse();
@@ -41,7 +45,13 @@ class WatchedConnectionSqlTextTest {
                 "CALL quiet_rollback()",
                 "{call quiet_rollback()}",
                 "/* a comment */ ROLLBACK",
-                "-- a comment\nSELECT 1",
+                "-- a comment\nROLLBACK",
+                "/*!40101 ROLLBACK */ SELECT 1",
+                "/*M! ROLLBACK */ SELECT 1",
+                "/* a /* nested */ SELECT 1 */ ROLLBACK",
+                "/* unterminated SELECT 1",
+                "--x\nSELECT 1",
+                "-- only a comment",
                 "UPDATE t SET a = 1; ROLLBACK",
                 "SELECTED",
                 "UPDATES t",

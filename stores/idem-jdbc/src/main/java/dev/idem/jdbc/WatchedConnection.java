@@ -132,8 +132,9 @@ final class WatchedConnection {
      * as {@code ROLLBACK}, {@code COMMIT}, {@code START TRANSACTION}, {@code SET autocommit}, DDL (which commits on
      * MariaDB/MySQL), {@code LOCK TABLES}, {@code XA} or a {@code CALL} of a procedure that rolls back ends the
      * transaction with no failing call and no {@code Connection} method to show it. Errs on the side of counting: an
-     * executable comment ({@code /*!}, {@code /*M!}), a nested or unterminated one, or a semicolon inside a literal
-     * counts as such text too.
+     * executable comment ({@code /*!}, {@code /*M!}), one holding a {@code /} (H2 nests them) or unterminated, or a
+     * semicolon inside a literal counts as such text too. Not seen: an H2 Java function alias that commits, called from
+     * a {@code SELECT}.
      */
     static boolean mayEndTheTransaction(String sql) {
         int start = statementStart(sql);
@@ -164,18 +165,32 @@ final class WatchedConnection {
             } else if (sql.startsWith("/*", i)) {
                 int end = sql.indexOf("*/", i + 2);
                 String body = end < 0 ? "" : sql.substring(i + 2, end);
-                if (end < 0 || body.startsWith("!") || body.startsWith("M!") || body.contains("/*")) {
-                    return -1; // unterminated, executed by MariaDB/MySQL, or nested (H2 nests them)
+                if (end < 0 || body.startsWith("!") || body.startsWith("M!") || body.contains("/")) {
+                    return -1; // unterminated, executed by MariaDB/MySQL, or maybe nested (H2 nests them: "/*/*/")
                 }
                 i = end + 2;
             } else if (sql.startsWith("--", i) && i + 2 < sql.length() && Character.isWhitespace(sql.charAt(i + 2))) {
-                int end = sql.indexOf('\n', i);
-                i = end < 0 ? sql.length() : end + 1;
+                i = lineEnd(sql, i);
+                if (i < 0) {
+                    return -1; // a lone \r: H2 ends the comment there, MariaDB/MySQL at the next \n
+                }
             } else {
                 return i;
             }
         }
         return i;
+    }
+
+    /** Past the end of the line comment at {@code from}: its {@code \n} or {@code \r\n}; -1 at a lone {@code \r}. */
+    private static int lineEnd(String sql, int from) {
+        int i = from;
+        while (i < sql.length() && sql.charAt(i) != '\n' && sql.charAt(i) != '\r') {
+            i++;
+        }
+        if (i < sql.length() && sql.charAt(i) == '\r') {
+            return sql.startsWith("\r\n", i) ? i + 2 : -1;
+        }
+        return Math.min(i + 1, sql.length());
     }
 
     /**

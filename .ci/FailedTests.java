@@ -1,3 +1,4 @@
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -32,6 +33,7 @@ public final class FailedTests {
     }
     if (failures.isEmpty()) {
       System.out.println("ci: no test report holds a failure: the build failed elsewhere (see the Maven output above)");
+      printDumps(Path.of(args.length > 0 ? args[0] : "."));
       return;
     }
     System.out.printf("ci: %d failing test(s); each with its message, its Idem frames and its output's last lines%n",
@@ -39,6 +41,18 @@ public final class FailedTests {
     int budget = Math.max(12, (LINE_BUDGET - 1) / failures.size());
     for (Failure failure : failures.subList(0, Math.min(failures.size(), 8))) {
       print(failure, budget);
+    }
+  }
+
+  /** The last lines of surefire's dump files: what a test JVM that died or hung left behind. */
+  private static void printDumps(Path root) throws IOException {
+    try (Stream<Path> files = Files.walk(root)) {
+      List<Path> dumps = files.filter(p -> p.getFileName().toString().matches(".*\\.dump(stream)?")).sorted().toList();
+      for (Path dump : dumps.subList(0, Math.min(dumps.size(), 5))) {
+        List<String> lines = Files.readAllLines(dump);
+        System.out.println("--- " + dump + ", last lines:");
+        lines.subList(Math.max(0, lines.size() - 15), lines.size()).forEach(line -> System.out.println("  | " + cut(line)));
+      }
     }
   }
 

@@ -506,8 +506,11 @@ public final class EndToEnd {
         Runner.Result result;
         Costs costs;
         String server = s.engine() == Engine.MARIADB ? "mariadb" : "postgres";
+        long started = System.nanoTime();
+        long prepared;
         try (Contender.Session session = c.open(new Contender.Env(bank, redisUri, runId, o.lease()))) {
             bank.reset(workload, s.retained(), Bank.dedupTableOf(c.id())); // after open: it creates its own table
+            prepared = System.nanoTime();
             long trips = CountingSocketFactory.total();
             long jvm = ProcessCpu.jvmNanos();
             Map<Long, Long> database = ProcessCpu.serverNanos(server);
@@ -531,7 +534,7 @@ public final class EndToEnd {
         System.err.printf(
                 Locale.ROOT,
                 "%s %-26s %-22s %8.0f/s  rt/new %.2f rt/dup %.2f rt/msg %.2f jvm %.0fus db %.0fus redis %.0fus"
-                        + " cmds %.2f  %s%s%n",
+                        + " cmds %.2f  %s%s  [%.1f s, of which opening and resetting the tables %.1f s]%n",
                 roundLabel(round),
                 s.title(),
                 c.id(),
@@ -544,7 +547,9 @@ public final class EndToEnd {
                 costs.redisNanos() / 1e3 / n,
                 (double) costs.redisCommands() / n,
                 check == null ? "DID NOT FINISH" : check,
-                result.firstError() == null ? "" : "  first error: " + result.firstError());
+                result.firstError() == null ? "" : "  first error: " + result.firstError(),
+                (System.nanoTime() - started) / 1e9,
+                (prepared - started) / 1e9);
         return m;
     }
 

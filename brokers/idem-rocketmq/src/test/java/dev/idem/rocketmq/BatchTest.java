@@ -76,18 +76,25 @@ class BatchTest {
                 await().atMost(WAIT).until(() -> RocketMQFixture.broker().endOffset(topic, 0) == BODIES.size());
                 RocketMQFixture.start(consumer);
                 await().atMost(WAIT)
-                        .until(() -> deliveries.getOrDefault("held", List.of()).size() >= 4);
+                        .untilAsserted(() -> assertThat(deliveries.getOrDefault("held", List.of()))
+                                .as(() -> whereTheyAre(deliveries, batches, group))
+                                .hasSizeGreaterThanOrEqualTo(4));
                 store.release(held, "another-consumer");
                 await().atMost(WAIT)
-                        .until(() -> deliveries.getOrDefault("held", List.of()).size() >= 5
-                                && deliveries
-                                                .getOrDefault("retry-once", List.of())
-                                                .size()
-                                        == 2
-                                && deliveries
-                                                .getOrDefault("retry-tail", List.of())
-                                                .size()
-                                        == 2);
+                        .untilAsserted(() -> assertThat(deliveries
+                                                        .getOrDefault("held", List.of())
+                                                        .size()
+                                                >= 5
+                                        && deliveries
+                                                        .getOrDefault("retry-once", List.of())
+                                                        .size()
+                                                == 2
+                                        && deliveries
+                                                        .getOrDefault("retry-tail", List.of())
+                                                        .size()
+                                                == 2)
+                                .as(() -> whereTheyAre(deliveries, batches, group))
+                                .isTrue());
                 RocketMQFixture.awaitAllConsumed(consumer, topic, 1);
                 await().atMost(WAIT)
                         .until(() -> guard.store()
@@ -117,6 +124,25 @@ class BatchTest {
         List<MessageExt> dead = RocketMQFixture.deadLetters(group);
         assertThat(dead).extracting(RocketMQFixture::body).containsExactly("reject");
         assertThat(dead.get(0).getUserProperty(IdempotentRocketMQ.DLQ_REASON)).isEqualTo("cannot be handled");
+    }
+
+    /**
+     * For a wait that timed out: the deliveries and batches seen, the messages the broker still holds back on a delay
+     * level, and how far the group read its retry topic.
+     */
+    private static String whereTheyAre(
+            Map<String, List<Integer>> deliveries, List<List<String>> batches, String group) {
+        String retryTopic = "%RETRY%" + group;
+        try {
+            return "deliveries (reconsume times per key) " + deliveries + ", batches " + batches
+                    + ", held back on a delay level in the broker "
+                    + RocketMQFixture.broker().scheduledPending()
+                    + ", " + retryTopic + " end offset "
+                    + RocketMQFixture.broker().endOffset(retryTopic, 0)
+                    + ", read to " + RocketMQFixture.broker().committedOffset(group, retryTopic, 0);
+        } catch (Exception e) {
+            return "deliveries " + deliveries + ", batches " + batches + " (the broker did not answer: " + e + ")";
+        }
     }
 
     @Test

@@ -134,12 +134,12 @@ class BatchTest {
             Map<String, List<Integer>> deliveries, List<List<String>> batches, String group) {
         String retryTopic = "%RETRY%" + group;
         try {
-            return "deliveries (reconsume times per key) " + deliveries + ", batches " + batches
-                    + ", held back on a delay level in the broker "
+            return "held back on a delay level in the broker: "
                     + RocketMQFixture.broker().scheduledPending()
                     + ", " + retryTopic + " end offset "
                     + RocketMQFixture.broker().endOffset(retryTopic, 0)
-                    + ", read to " + RocketMQFixture.broker().committedOffset(group, retryTopic, 0);
+                    + ", read to " + RocketMQFixture.broker().committedOffset(group, retryTopic, 0)
+                    + "; deliveries (reconsume times per key) " + deliveries + "; batches " + batches;
         } catch (Exception e) {
             return "deliveries " + deliveries + ", batches " + batches + " (the broker did not answer: " + e + ")";
         }

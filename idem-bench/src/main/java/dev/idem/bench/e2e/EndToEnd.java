@@ -347,6 +347,7 @@ public final class EndToEnd {
     /** Runs the benchmark; progress goes to standard error. */
     static Report run(Options options) throws Exception {
         String loadBefore = Machine.loadAverage();
+        long started = System.nanoTime();
         List<String> skipped = new ArrayList<>();
         Map<DatabaseKey, TestDatabase> databases = new LinkedHashMap<>();
         Map<Engine, String> databaseFacts = new EnumMap<>(Engine.class);
@@ -401,6 +402,7 @@ public final class EndToEnd {
             }
             Set<Engine> engines = new LinkedHashSet<>();
             databases.keySet().forEach(k -> engines.add(k.engine()));
+            System.err.printf(Locale.ROOT, "databases and tables ready after %.1f s%n", seconds(started));
             if (options.warmup() > 0) {
                 warmUp(options, contenders, engines, pools, faults, redisUri);
             }
@@ -449,8 +451,14 @@ public final class EndToEnd {
                 }
             }
         } finally {
+            long closing = System.nanoTime();
             pools.values().forEach(HikariDataSource::close);
             databases.values().forEach(TestDatabase::close);
+            System.err.printf(
+                    Locale.ROOT,
+                    "pools and databases closed in %.1f s, %.1f s after the start%n",
+                    seconds(closing),
+                    seconds(started));
         }
         String markdown = Tables.markdown(
                 options,
@@ -548,9 +556,13 @@ public final class EndToEnd {
                 (double) costs.redisCommands() / n,
                 check == null ? "DID NOT FINISH" : check,
                 result.firstError() == null ? "" : "  first error: " + result.firstError(),
-                (System.nanoTime() - started) / 1e9,
+                seconds(started),
                 (prepared - started) / 1e9);
         return m;
+    }
+
+    private static double seconds(long since) {
+        return (System.nanoTime() - since) / 1e9;
     }
 
     private static String roundLabel(int round) {

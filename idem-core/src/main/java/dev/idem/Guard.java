@@ -581,13 +581,13 @@ public final class Guard implements AutoCloseable {
 
         /** How long a claim holds before another consumer may take it over. Default 30 s. */
         public Builder lease(Duration lease) {
-            this.lease = positive("lease", lease);
+            this.lease = LeaseBounds.setting("lease", lease);
             return this;
         }
 
         /** How long a completion is remembered; duplicates later than this run again. Default 7 days. */
         public Builder retention(Duration retention) {
-            this.retention = positive("retention", retention);
+            this.retention = LeaseBounds.setting("retention", retention);
             return this;
         }
 
@@ -632,13 +632,6 @@ public final class Guard implements AutoCloseable {
                         + "): a completion must outlive the claims it answers");
             }
             return new Guard(this);
-        }
-
-        private static Duration positive(String name, Duration value) {
-            LeaseBounds.problem(name, value).ifPresent(problem -> {
-                throw new ConfigurationException(problem);
-            });
-            return value;
         }
 
         /** Refuses what would overflow the stores' and the guard's time arithmetic (e.g. ChronoUnit.FOREVER). */

@@ -1,5 +1,6 @@
 package dev.idem.internal;
 
+import dev.idem.ConfigurationException;
 import dev.idem.spi.ClaimRequest;
 import java.time.Duration;
 import java.util.Optional;
@@ -19,6 +20,15 @@ public final class LeaseBounds {
             return Optional.of(name + " must be at least 1 ms (stores keep whole milliseconds), got " + value);
         }
         return tooLong(name, value);
+    }
+
+    /** {@code value} as the setting called {@code name}, or a {@link ConfigurationException} saying what is wrong. */
+    public static Duration setting(String name, @Nullable Duration value) {
+        Optional<String> problem = problem(name, value);
+        if (problem.isPresent() || value == null) {
+            throw new ConfigurationException(problem.orElseThrow());
+        }
+        return value;
     }
 
     /** The upper half of {@link #problem}, for a duration that may be zero. */

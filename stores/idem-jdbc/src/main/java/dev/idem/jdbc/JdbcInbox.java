@@ -732,10 +732,7 @@ public final class JdbcInbox {
 
         /** How long a mark is kept; a copy arriving later runs again. Default 7 days; 1 ms to 36,500 days. */
         public Builder retention(Duration retention) {
-            LeaseBounds.problem("retention", retention).ifPresent(problem -> {
-                throw new ConfigurationException(problem);
-            });
-            this.retention = retention;
+            this.retention = LeaseBounds.setting("retention", retention);
             return this;
         }
 

@@ -86,21 +86,17 @@ class BatchTest {
                                 .as(() -> whereTheyAre(deliveries, batches, group))
                                 .hasSizeGreaterThanOrEqualTo(4));
                 store.release(held, "another-consumer");
-                await().atMost(REDELIVERIES_WAIT)
-                        .untilAsserted(() -> assertThat(deliveries
-                                                        .getOrDefault("held", List.of())
-                                                        .size()
-                                                >= 5
-                                        && deliveries
-                                                        .getOrDefault("retry-once", List.of())
-                                                        .size()
-                                                == 2
-                                        && deliveries
-                                                        .getOrDefault("retry-tail", List.of())
-                                                        .size()
-                                                == 2)
-                                .as(() -> whereTheyAre(deliveries, batches, group))
-                                .isTrue());
+                await().atMost(REDELIVERIES_WAIT).untilAsserted(() -> {
+                    assertThat(deliveries.getOrDefault("held", List.of()))
+                            .as(() -> whereTheyAre(deliveries, batches, group))
+                            .hasSizeGreaterThanOrEqualTo(5);
+                    assertThat(deliveries.getOrDefault("retry-once", List.of()))
+                            .as(() -> whereTheyAre(deliveries, batches, group))
+                            .hasSize(2);
+                    assertThat(deliveries.getOrDefault("retry-tail", List.of()))
+                            .as(() -> whereTheyAre(deliveries, batches, group))
+                            .hasSize(2);
+                });
                 RocketMQFixture.awaitAllConsumed(consumer, topic, 1);
                 await().atMost(WAIT)
                         .until(() -> guard.store()
@@ -139,16 +135,16 @@ class BatchTest {
     private static String whereTheyAre(
             Map<String, List<Integer>> deliveries, List<List<String>> batches, String group) {
         String retryTopic = "%RETRY%" + group;
+        String broker;
         try {
-            return "held back on a delay level in the broker: "
-                    + RocketMQFixture.broker().scheduledPending()
-                    + ", " + retryTopic + " end offset "
-                    + RocketMQFixture.broker().endOffset(retryTopic, 0)
-                    + ", read to " + RocketMQFixture.broker().committedOffset(group, retryTopic, 0)
-                    + "; deliveries (reconsume times per key) " + deliveries + "; batches " + batches;
+            broker = "held back on a delay level in the broker: "
+                    + RocketMQFixture.broker().scheduledPending() + ", "
+                    + retryTopic + " end offset " + RocketMQFixture.broker().endOffset(retryTopic, 0) + ", read to "
+                    + RocketMQFixture.broker().committedOffset(group, retryTopic, 0);
         } catch (Exception e) {
-            return "deliveries " + deliveries + ", batches " + batches + " (the broker did not answer: " + e + ")";
+            broker = "the broker did not answer: " + e;
         }
+        return broker + "; deliveries (reconsume times per key) " + deliveries + "; batches " + batches;
     }
 
     @Test

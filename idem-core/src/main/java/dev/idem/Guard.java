@@ -188,7 +188,7 @@ public final class Guard implements AutoCloseable {
     private Outcome answerClaim(IdempotencyKey key, Delivery delivery, int index, ClaimResult claim, Handler handler) {
         if (claim instanceof ClaimResult.Acquired acquired) {
             Outcome outcome = runClaimed(key, delivery, index, acquired, handler, null);
-            return outcome.isFinal() ? complete(key, acquired.owner(), outcome) : outcome;
+            return completing(outcome, acquired) ? complete(key, acquired.owner(), outcome) : outcome;
         }
         if (claim instanceof ClaimResult.Done done) {
             if (mismatch(delivery.fingerprint(), done.fingerprint())) {
@@ -198,6 +198,11 @@ public final class Guard implements AutoCloseable {
         }
         ClaimResult.InProgress busy = (ClaimResult.InProgress) claim;
         return mismatch(delivery.fingerprint(), busy.fingerprint()) ? keyReused(key) : inProgress(busy);
+    }
+
+    /** True when the guard records the completion: a final outcome whose transaction did not record it already. */
+    private static boolean completing(Outcome outcome, ClaimResult.Acquired claim) {
+        return outcome.isFinal() && !outcome.completionRecordedFor(claim.owner());
     }
 
     private Outcome inProgress(ClaimResult.InProgress busy) {
@@ -218,7 +223,13 @@ public final class Guard implements AutoCloseable {
             Handler handler,
             LeaseWatchdog.@Nullable Watch held) {
         var context = new HandlingContext(
-                key, delivery, index, claim.owner(), claim.fencingToken(), claim instanceof ClaimResult.TakenOver);
+                key,
+                delivery,
+                index,
+                claim.owner(),
+                claim.fencingToken(),
+                claim instanceof ClaimResult.TakenOver,
+                retention);
         LeaseWatchdog.Watch watch = held != null ? held : watch(key, claim.owner());
         Outcome outcome;
         try {
@@ -304,7 +315,8 @@ public final class Guard implements AutoCloseable {
         }
         warn(IdempotencyEvent.Type.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
         try {
-            Outcome outcome = handler.handle(new HandlingContext(key, delivery, index, "unguarded", 0, false));
+            Outcome outcome =
+                    handler.handle(new HandlingContext(key, delivery, index, "unguarded", 0, false, retention));
             return outcome.withReason(outcome.reason() + " (unguarded: store unavailable, fail-open)");
         } catch (Exception ex) {
             return Outcome.ofException(ex);
@@ -522,7 +534,7 @@ public final class Guard implements AutoCloseable {
                 return answerClaim(key(i), deliveries.get(i), i, claim, handler);
             }
             Outcome outcome = runClaimed(key(i), deliveries.get(i), i, acquired, handler, watch);
-            if (outcome.isFinal()) {
+            if (completing(outcome, acquired)) {
                 completions.add(
                         Completion.of(key(i), acquired.owner(), outcome.result().orElse(null), retention));
                 completing.add(i);
@@ -563,7 +575,7 @@ public final class Guard implements AutoCloseable {
         private final IdempotencyStore store;
         private @Nullable String namespace;
         private Duration lease = Duration.ofSeconds(30);
-        private Duration retention = Duration.ofDays(7);
+        private Duration retention = HandlingContext.DEFAULT_RETENTION;
         private IdempotencyListener listener = IdempotencyListener.NONE;
         private StoreFailurePolicy storeFailurePolicy = StoreFailurePolicy.FAIL_CLOSED;
         private Duration waitForInProgress = Duration.ZERO;

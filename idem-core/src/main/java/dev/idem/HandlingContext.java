@@ -1,5 +1,6 @@
 package dev.idem;
 
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -13,31 +14,45 @@ import java.util.Objects;
  *   <li>{@link #fencingToken()}: grows with every claim of the namespace: write it next to the effect and refuse
  *       writes that carry a smaller one to fence out a stale owner whose lease was taken over;
  *   <li>{@link #tookOver()}: true when this handling took over an expired lease: a previous handling may have run
- *       part of the effect.
+ *       part of the effect;
+ *   <li>{@link #retention()}: how long the completion of this handling is remembered (the guard's retention).
  * </ul>
  */
 public final class HandlingContext {
+    static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
+
     private final IdempotencyKey key;
     private final Delivery delivery;
     private final int index;
     private final String owner;
     private final long fencingToken;
     private final boolean tookOver;
+    private final Duration retention;
 
     HandlingContext(
-            IdempotencyKey key, Delivery delivery, int index, String owner, long fencingToken, boolean tookOver) {
+            IdempotencyKey key,
+            Delivery delivery,
+            int index,
+            String owner,
+            long fencingToken,
+            boolean tookOver,
+            Duration retention) {
         this.key = Objects.requireNonNull(key, "key");
         this.delivery = Objects.requireNonNull(delivery, "delivery");
         this.index = index;
         this.owner = Objects.requireNonNull(owner, "owner");
         this.fencingToken = fencingToken;
         this.tookOver = tookOver;
+        this.retention = Objects.requireNonNull(retention, "retention");
     }
 
-    /** A context for calling a handler outside a guard, e.g. in a unit test of the handler. */
+    /**
+     * A context for calling a handler outside a guard, e.g. in a unit test of the handler; its {@link #retention()}
+     * is the guard's default, 7 days.
+     */
     public static HandlingContext of(
             IdempotencyKey key, Delivery delivery, int index, String owner, long fencingToken, boolean tookOver) {
-        return new HandlingContext(key, delivery, index, owner, fencingToken, tookOver);
+        return new HandlingContext(key, delivery, index, owner, fencingToken, tookOver, DEFAULT_RETENTION);
     }
 
     public IdempotencyKey key() {
@@ -62,6 +77,10 @@ public final class HandlingContext {
 
     public boolean tookOver() {
         return tookOver;
+    }
+
+    public Duration retention() {
+        return retention;
     }
 
     @Override

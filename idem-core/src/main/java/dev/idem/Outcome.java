@@ -54,6 +54,26 @@ public final class Outcome {
     private final @Nullable Duration retryAfter;
     private final byte @Nullable [] result;
     private final @Nullable Throwable cause;
+    /**
+     * The owner whose claim's completion was written in the transaction that applied this outcome, or null. Not part of
+     * equality: it is bookkeeping between a store and the guard, not what happened to the message.
+     */
+    private final @Nullable String completedBy;
+
+    private Outcome(
+            Type type,
+            String reason,
+            @Nullable Duration retryAfter,
+            byte @Nullable [] result,
+            @Nullable Throwable cause,
+            @Nullable String completedBy) {
+        this.type = Objects.requireNonNull(type, "type");
+        this.reason = Objects.requireNonNull(reason, "reason");
+        this.retryAfter = retryAfter;
+        this.result = result == null ? null : result.clone();
+        this.cause = cause;
+        this.completedBy = completedBy;
+    }
 
     private Outcome(
             Type type,
@@ -61,11 +81,7 @@ public final class Outcome {
             @Nullable Duration retryAfter,
             byte @Nullable [] result,
             @Nullable Throwable cause) {
-        this.type = Objects.requireNonNull(type, "type");
-        this.reason = Objects.requireNonNull(reason, "reason");
-        this.retryAfter = retryAfter;
-        this.result = result == null ? null : result.clone();
-        this.cause = cause;
+        this(type, reason, retryAfter, result, cause, null);
     }
 
     public static Outcome processed() {
@@ -159,7 +175,28 @@ public final class Outcome {
 
     /** The same outcome with another reason. */
     public Outcome withReason(String newReason) {
-        return new Outcome(type, newReason, retryAfter, result, cause);
+        return new Outcome(type, newReason, retryAfter, result, cause, completedBy);
+    }
+
+    /**
+     * This final outcome, noting that the completion of {@code context}'s claim was written in the very transaction
+     * that applied it (a store's in-transaction completion, e.g. {@code JdbcStore.completeInTransaction}): the guard
+     * records no completion of its own for that claim. For stores; a handler returns what the store answered. An
+     * outcome noted for another claim's owner changes nothing.
+     *
+     * @throws IllegalArgumentException when this outcome is not final: only a final outcome is completed
+     */
+    public Outcome withCompletionRecorded(HandlingContext context) {
+        if (!isFinal()) {
+            throw new IllegalArgumentException(
+                    "only a final outcome (PROCESSED, DUPLICATE) completes a claim, got " + this);
+        }
+        return new Outcome(type, reason, retryAfter, result, cause, context.owner());
+    }
+
+    /** True when this outcome's completion was written for {@code owner}'s claim with the effect. */
+    boolean completionRecordedFor(String owner) {
+        return owner.equals(completedBy);
     }
 
     @Override

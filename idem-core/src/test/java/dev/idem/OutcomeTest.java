@@ -1,6 +1,7 @@
 package dev.idem;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import org.junit.jupiter.api.Test;
 
@@ -35,5 +36,21 @@ class OutcomeTest {
         } finally {
             Thread.interrupted();
         }
+    }
+
+    @Test
+    void completionRecorded_isNotedForItsOwnerOnly_keptByAnotherReason_andOnlyOnAFinalOutcome() {
+        HandlingContext context = HandlingContext.of(
+                IdempotencyKey.of("payments", "pay-1"), Delivery.of("pay-1"), 0, "owner-a", 1, false);
+
+        Outcome noted = Outcome.processed().withCompletionRecorded(context).withReason("applied, receipt 7");
+
+        assertThat(noted.completionRecordedFor("owner-a")).isTrue();
+        assertThat(noted.completionRecordedFor("owner-b")).isFalse();
+        assertThat(Outcome.processed().completionRecordedFor("owner-a")).isFalse();
+        assertThat(noted).isEqualTo(Outcome.processed("applied, receipt 7"));
+        assertThatThrownBy(() -> Outcome.failed("gateway timed out", null).withCompletionRecorded(context))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("only a final outcome");
     }
 }

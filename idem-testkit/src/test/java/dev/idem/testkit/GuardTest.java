@@ -7,6 +7,7 @@ import dev.idem.ConfigurationException;
 import dev.idem.DeadLetterException;
 import dev.idem.Delivery;
 import dev.idem.Guard;
+import dev.idem.HandlingContext;
 import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
@@ -17,6 +18,7 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
+import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -319,6 +321,57 @@ class GuardTest {
         assertThat(counting.claimAlls).hasValue(1);
         assertThat(counting.completeAlls).hasValue(1);
         assertThat(counting.singleCalls).hasValue(0);
+    }
+
+    /**
+     * A handler whose transaction wrote the completion (a store's in-transaction completion) says so on its outcome:
+     * the guard records no second completion. Here the note is not backed by a write, so the claim stays in
+     * progress: that shows the guard trusted the note instead of completing.
+     */
+    @Test
+    void anOutcomeNotedAsCompletedForItsClaim_isNotCompletedAgain_singleAndBatch() {
+        var counting = new CountingStore(store);
+        Guard g = guard(counting).retention(Duration.ofHours(5)).build();
+        List<Duration> retentions = new CopyOnWriteArrayList<>();
+
+        Outcome single = g.handle(Delivery.of("pay-1"), ctx -> {
+            retentions.add(ctx.retention());
+            return Outcome.processed().withCompletionRecorded(ctx);
+        });
+        List<Outcome> batch = g.handleAll(
+                List.of(Delivery.of("pay-2"), Delivery.of("pay-3")),
+                ctx -> ctx.index() == 0 ? Outcome.processed().withCompletionRecorded(ctx) : Outcome.processed());
+
+        assertThat(single.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(batch).extracting(Outcome::type).containsOnly(Outcome.Type.PROCESSED);
+        assertThat(retentions).containsExactly(Duration.ofHours(5));
+        assertThat(state("pay-1")).isEqualTo(StoredRecord.State.PROCESSING);
+        assertThat(state("pay-2")).isEqualTo(StoredRecord.State.PROCESSING);
+        assertThat(state("pay-3")).isEqualTo(StoredRecord.State.DONE);
+        assertThat(counting.singleCalls)
+                .as("the single claim, and no completion")
+                .hasValue(1);
+        assertThat(counting.completeAlls).hasValue(1);
+        assertThat(warnings).isEmpty();
+    }
+
+    @Test
+    void anOutcomeNotedAsCompletedForAnotherClaim_isCompletedByTheGuard() {
+        Guard g = guard();
+        HandlingContext stranger = HandlingContext.of(
+                IdempotencyKey.of("payments", "pay-1"), Delivery.of("pay-1"), 0, "another-owner", 1, false);
+
+        Outcome outcome = g.handle(
+                Delivery.of("pay-1"), ctx -> Outcome.processed(bytes("r")).withCompletionRecorded(stranger));
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(state("pay-1")).isEqualTo(StoredRecord.State.DONE);
+        assertThat(g.handle(Delivery.of("pay-1"), ctx -> Outcome.processed()).result())
+                .hasValue(bytes("r"));
+    }
+
+    private StoredRecord.State state(String id) {
+        return store.lookup(IdempotencyKey.of("payments", id)).orElseThrow().state();
     }
 
     @Test

@@ -1,7 +1,10 @@
 package dev.idem.jdbc;
 
 import dev.idem.ConfigurationException;
+import dev.idem.HandlingContext;
 import dev.idem.IdempotencyKey;
+import dev.idem.Outcome;
+import dev.idem.RetryLaterException;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
@@ -30,14 +33,17 @@ import org.jspecify.annotations.Nullable;
 
 /**
  * A lease store in a PostgreSQL, MariaDB or H2 table, for effects outside the database (an HTTP call, an e-mail).
- * Use {@link JdbcInbox} instead when the effect is a write to the same database.
+ * Use {@link JdbcInbox} instead when the effect is a write to the same database; when a handler's effect ends in a
+ * write to this database (after a call elsewhere, or beside it), complete its claim in that write's transaction with
+ * {@link #completeInTransaction}.
  *
  * <pre>{@code
  * IdempotencyStore store = JdbcStore.builder(dataSource).build();   // table idem_keys, see the shipped DDL
  * Guard guard = Guard.builder(store).namespace("payments").build();
  * }</pre>
  *
- * <p>Each operation is atomic under concurrency and never joins a caller's transaction. On PostgreSQL a claim is one
+ * <p>Each operation is atomic under concurrency and, but for {@link #completeInTransaction}, never joins a caller's
+ * transaction. On PostgreSQL a claim is one
  * statement (an upsert that locks the key's row, reads it, and takes it when it is free, expired or the caller's own); on MariaDB a free key is
  * claimed by one conflict-free insert and a done or live key answered by one read, and only a row to rewrite (an
  * expired lease or retention) takes a short transaction that locks it ({@code SELECT ... FOR UPDATE}), as every claim
@@ -310,6 +316,63 @@ public final class JdbcStore implements IdempotencyStore {
             int n = sql.complete(c, key.storageId(), owner, givenNow(), retention.toMillis(), result);
             return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now(c));
         });
+    }
+
+    /**
+     * Completes the guarded handling {@code context} in the caller's open transaction on {@code connection}, a
+     * connection to this store's database: the completion commits with the handler's writes, or rolls back with
+     * them, and the guard records no completion of its own (one commit fewer per message). The completion locks the
+     * claim's row until the transaction ends, so a consumer that takes the claim over meanwhile waits and then finds
+     * it done; a claim already taken over throws instead, so the effect rolls back rather than apply a second time.
+     * Write it last in the transaction, and return what it answers:
+     *
+     * <pre>{@code
+     * guard.handle(delivery, context -> tx.run(c -> {
+     *     debit(c, payment);
+     *     return store.completeInTransaction(c, context, Outcome.processed());
+     * }));
+     * }</pre>
+     *
+     * @return {@code outcome}, noted as completed for the guard ({@link Outcome#withCompletionRecorded})
+     * @throws RetryLaterException when the claim is no longer this handling's (its lease ended and another consumer
+     *     took it over, or it was purged): the transaction must roll back, and the redelivery finds the claim's state
+     * @throws IllegalArgumentException when {@code connection} is in auto-commit mode, or {@code outcome} is not final
+     * @throws IllegalStateException when {@code connection} does not see the claim that this store holds: it belongs
+     *     to another database or schema than the store's
+     * @throws SQLException from the driver; the transaction must roll back
+     */
+    public Outcome completeInTransaction(Connection connection, HandlingContext context, Outcome outcome)
+            throws SQLException {
+        OwnTransaction.requireTransaction(connection, "JdbcStore.completeInTransaction");
+        Outcome recorded = outcome.withCompletionRecorded(context);
+        IdempotencyKey key = context.key();
+        String owner = context.owner();
+        byte[] result = outcome.result().orElse(null);
+        if (sql.complete(
+                        connection,
+                        key.storageId(),
+                        owner,
+                        givenNow(),
+                        context.retention().toMillis(),
+                        result)
+                == 1) {
+            return recorded;
+        }
+        UpdateResult missed = completedAlready(connection, key, owner, now(connection));
+        if (missed == UpdateResult.APPLIED) {
+            return recorded;
+        }
+        if (missed == UpdateResult.NOT_FOUND
+                && lookup(key).filter(r -> r.owner().equals(owner)).isPresent()) {
+            throw new IllegalStateException("JdbcStore.completeInTransaction got a connection that does not see the"
+                    + " claim this store (" + description + ") holds for " + key.logId() + ": pass a connection"
+                    + " of the store's own database and schema, in the transaction of the handler's writes");
+        }
+        throw new RetryLaterException(
+                "the claim of " + key.logId() + " is no longer this handling's (" + missed + ": its lease ended and"
+                        + " another consumer took it over, or it was purged): roll this transaction back, the"
+                        + " redelivery finds the claim's state",
+                null);
     }
 
     @Override

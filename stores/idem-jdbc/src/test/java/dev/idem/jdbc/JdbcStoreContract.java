@@ -8,14 +8,21 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.Delivery;
+import dev.idem.Guard;
+import dev.idem.HandlingContext;
 import dev.idem.IdempotencyKey;
+import dev.idem.Outcome;
+import dev.idem.RetryLaterException;
 import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.IdempotencyStore;
+import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
 import dev.idem.testkit.IdempotencyStoreContract;
 import dev.idem.testkit.TcpProxy;
+import dev.idem.testsupport.TestDatabase;
 import dev.idem.testsupport.TestServers;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
@@ -273,6 +280,211 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
                 return rs.getInt(1);
             }
         }
+    }
+
+    // ---------------------------------------------------------------- completion in the handler's transaction
+
+    /** Records the effect of payment {@code id} in the handler's transaction (a row unique per key). */
+    private void applyEffect(Connection c, IdempotencyKey k) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO effects_in_tx (id) VALUES (?)")) {
+            ps.setString(1, k.storageId());
+            ps.executeUpdate();
+        }
+    }
+
+    private int effects(IdempotencyKey k) throws SQLException {
+        try (Connection c = database().getConnection();
+                PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM effects_in_tx WHERE id = ?")) {
+            ps.setString(1, k.storageId());
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getInt(1);
+            }
+        } finally {
+            endReadOn(database());
+        }
+    }
+
+    /** A manual-commit pool hands back a connection mid-transaction after a read; end it so no snapshot lingers. */
+    private void endReadOn(DataSource ds) throws SQLException {
+        if (!autoCommitPool()) {
+            try (Connection c = ds.getConnection()) {
+                c.rollback();
+            }
+        }
+    }
+
+    private void createEffectsTable() throws SQLException {
+        try (Connection c = database().getConnection();
+                Statement st = c.createStatement()) {
+            st.execute("CREATE TABLE IF NOT EXISTS effects_in_tx (id VARCHAR(200) PRIMARY KEY)");
+            if (!c.getAutoCommit()) {
+                c.commit();
+            }
+        }
+    }
+
+    private Guard guardOf(JdbcStore jdbc) {
+        return Guard.builder(jdbc)
+                .namespace(namespace)
+                .lease(LEASE)
+                .retention(RETENTION)
+                .watchdog(false)
+                .build();
+    }
+
+    @Test
+    void completeInTransaction_commitsWithTheEffect_soTheCopyIsADuplicateWithTheResult() throws SQLException {
+        createEffectsTable();
+        JdbcStore jdbc = (JdbcStore) store;
+        OwnTransaction own = OwnTransaction.of(database());
+        IdempotencyKey k = key("pay-1");
+        try (Guard guard = guardOf(jdbc)) {
+            Outcome first = guard.handle(
+                    Delivery.of("pay-1"),
+                    ctx -> own.run(c -> {
+                        applyEffect(c, k);
+                        return jdbc.completeInTransaction(c, ctx, Outcome.processed(bytes("receipt-7")));
+                    }));
+            Outcome copy = guard.handle(
+                    Delivery.of("pay-1"),
+                    ctx -> own.run(c -> {
+                        applyEffect(c, k);
+                        return jdbc.completeInTransaction(c, ctx, Outcome.processed());
+                    }));
+
+            assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(copy.type()).isEqualTo(Outcome.Type.DUPLICATE);
+            assertThat(copy.result()).hasValue(bytes("receipt-7"));
+        }
+        assertThat(effects(k)).isEqualTo(1);
+        assertThat(store.lookup(k).orElseThrow().state()).isEqualTo(StoredRecord.State.DONE);
+    }
+
+    @Test
+    void completeInTransaction_rolledBackWithTheEffect_leavesTheKeyToTheRedelivery() throws SQLException {
+        createEffectsTable();
+        JdbcStore jdbc = (JdbcStore) store;
+        OwnTransaction own = OwnTransaction.of(database());
+        IdempotencyKey k = key("pay-1");
+        try (Guard guard = guardOf(jdbc)) {
+            Outcome failed = guard.handle(
+                    Delivery.of("pay-1"),
+                    ctx -> own.run(c -> {
+                        applyEffect(c, k);
+                        jdbc.completeInTransaction(c, ctx, Outcome.processed());
+                        throw new IllegalStateException("the gateway refused the charge");
+                    }));
+            assertThat(failed.type()).isEqualTo(Outcome.Type.FAILED);
+            assertThat(store.lookup(k)).as("the claim released").isEmpty();
+            assertThat(effects(k)).isZero();
+
+            Outcome redelivery = guard.handle(
+                    Delivery.of("pay-1"),
+                    ctx -> own.run(c -> {
+                        applyEffect(c, k);
+                        return jdbc.completeInTransaction(c, ctx, Outcome.processed());
+                    }));
+            assertThat(redelivery.type()).isEqualTo(Outcome.Type.PROCESSED);
+        }
+        assertThat(effects(k)).isEqualTo(1);
+    }
+
+    /** A handler that outlived its lease while another consumer took the claim over: its effect must not commit. */
+    @Test
+    void completeInTransaction_ofAClaimTakenOver_throws_soTheEffectRollsBack() throws SQLException {
+        createEffectsTable();
+        JdbcStore jdbc = (JdbcStore) store;
+        IdempotencyKey k = key("pay-1");
+        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", timedLease()));
+        advance(timedLease().plusMillis(500));
+        assertThat(store.claim(ClaimRequest.of(k, "owner-b", timedLease()))).isInstanceOf(ClaimResult.TakenOver.class);
+        HandlingContext stale = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+
+        Outcome outcome = OwnTransaction.of(database()).run(c -> {
+            applyEffect(c, k);
+            return jdbc.completeInTransaction(c, stale, Outcome.processed());
+        });
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(outcome.cause().orElseThrow())
+                .isInstanceOf(RetryLaterException.class)
+                .hasMessageContaining("no longer this handling's");
+        assertThat(effects(k)).isZero();
+        assertThat(store.lookup(k).orElseThrow().owner()).isEqualTo("owner-b");
+    }
+
+    /**
+     * The completion locks the claim's row until the handler's transaction ends: a consumer that takes the lapsed
+     * claim over meanwhile waits, then finds the key done instead of running the effect a second time.
+     */
+    @Test
+    @Timeout(60)
+    void completeInTransaction_holdsTheClaimAgainstATakeover_untilItCommits() throws Exception {
+        assumeFalse(keepsItsOwnTime(), "the lease must lapse while the transaction is open: the test's clock moves it");
+        createEffectsTable();
+        JdbcStore jdbc = (JdbcStore) store;
+        IdempotencyKey k = key("pay-1");
+        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
+        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        try (OwnedTransaction tx = OwnedTransaction.begin(database(), dialect(), false)) {
+            applyEffect(tx.connection(), k);
+            jdbc.completeInTransaction(tx.connection(), context, Outcome.processed());
+            advance(LEASE.plusMillis(1));
+
+            CompletableFuture<ClaimResult> takeover = claimWhileBlockedBy(tx, jdbc, k, "owner-b");
+            assertThat(tx.commit().fate()).isEqualTo(OwnedTransaction.Fate.COMMITTED);
+
+            assertThat(takeover.get(30, TimeUnit.SECONDS)).isInstanceOf(ClaimResult.Done.class);
+        }
+        assertThat(effects(k)).isEqualTo(1);
+    }
+
+    @Test
+    void completeInTransaction_onAnAutoCommitConnection_isRefused_andWritesNothing() throws SQLException {
+        JdbcStore jdbc = (JdbcStore) store;
+        IdempotencyKey k = key("pay-1");
+        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
+        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+
+        try (Connection c = database().getConnection()) {
+            c.setAutoCommit(true);
+            assertThatThrownBy(() -> jdbc.completeInTransaction(c, context, Outcome.processed()))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("autoCommit")
+                    .hasMessageContaining("setAutoCommit(false)");
+        }
+        assertThat(store.lookup(k).orElseThrow().state()).isEqualTo(StoredRecord.State.PROCESSING);
+    }
+
+    @Test
+    void completeInTransaction_onAConnectionToAnotherDatabase_saysSo() throws SQLException {
+        JdbcStore jdbc = (JdbcStore) store;
+        IdempotencyKey k = key("pay-1");
+        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
+        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        String name = getClass().getSimpleName() + "Other";
+        try (TestDatabase other = switch (dialect()) {
+            case POSTGRESQL -> TestDatabase.postgres(name);
+            case MARIADB, MYSQL -> TestDatabase.mariadb(name);
+            case H2 -> TestDatabase.h2(name);
+        }) {
+            JdbcStore.builder(other.dataSource()).createTableIfMissing(true).build();
+
+            Outcome outcome = OwnTransaction.of(other.dataSource())
+                    .run(c -> jdbc.completeInTransaction(c, context, Outcome.processed()));
+
+            assertThat(outcome.type()).isEqualTo(Outcome.Type.FAILED);
+            assertThat(outcome.cause().orElseThrow())
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("does not see the claim")
+                    .hasMessageContaining("store's own database");
+        }
+        assertThat(store.lookup(k).orElseThrow().state()).isEqualTo(StoredRecord.State.PROCESSING);
+    }
+
+    private static byte[] bytes(String s) {
+        return s.getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
     /**

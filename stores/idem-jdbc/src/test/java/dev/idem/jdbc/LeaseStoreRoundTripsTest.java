@@ -5,9 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.idem.Delivery;
 import dev.idem.Guard;
+import dev.idem.Handler;
 import dev.idem.Outcome;
 import dev.idem.testsupport.CountingSocketFactory;
 import dev.idem.testsupport.TestDatabase;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.util.function.Supplier;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -67,6 +71,61 @@ class LeaseStoreRoundTripsTest {
     @EnumSource(Clock.class)
     void postgres_onAManualCommitPool_costsWhatItCostsInAutoCommit(Clock clock) {
         assertRoundTrips(postgres, clock, 2, 1, false);
+    }
+
+    /**
+     * Issue 24: a claim completed in the handler's own transaction ({@link JdbcStore#completeInTransaction}) costs two
+     * commits per new message, the claim's and the handler's transaction's, against three with a completion of its
+     * own after the transaction, and no round trip more: the completion's statement moves into the transaction.
+     */
+    @ParameterizedTest
+    @EnumSource(
+            value = Dialect.class,
+            names = {"POSTGRESQL", "MARIADB"})
+    void completionInTheHandlersTransaction_savesACommit_andNoRoundTripMore(Dialect dialect) {
+        TestDatabase db = dialect == Dialect.POSTGRESQL ? postgres : mariadb;
+        try (HikariDataSource pool = db.countedPool(true)) {
+            CommitCounter counter = new CommitCounter(pool);
+            JdbcStore store = JdbcStore.builder(counter.dataSource())
+                    .createTableIfMissing(true)
+                    .build();
+            OwnTransaction own = OwnTransaction.of(counter.dataSource());
+            try (Guard guard =
+                    Guard.builder(store).namespace("in-tx").watchdog(false).build()) {
+                Handler apart = ctx -> own.run(c -> {
+                    businessWrite(c);
+                    return Outcome.processed();
+                });
+                Handler within = ctx -> own.run(c -> {
+                    businessWrite(c);
+                    return store.completeInTransaction(c, ctx, Outcome.processed());
+                });
+                for (int i = 0; i < 20; i++) { // warm the pool and the prepared statements
+                    guard.handle(Delivery.of("warm-apart-" + i), apart);
+                    guard.handle(Delivery.of("warm-within-" + i), within);
+                }
+                long commitsBefore = counter.commits();
+                long apartTrips = perMessage(() -> guard.handle(Delivery.of("apart-" + next()), apart));
+                long apartCommits = counter.commits() - commitsBefore;
+                long withinTrips = perMessage(() -> guard.handle(Delivery.of("within-" + next()), within));
+                long withinCommits = counter.commits() - commitsBefore - apartCommits;
+
+                assertThat(apartCommits)
+                        .as("commits with a completion of its own")
+                        .isEqualTo(3);
+                assertThat(withinCommits)
+                        .as("commits with the completion in the transaction")
+                        .isEqualTo(2);
+                assertThat(withinTrips).as("round trips").isLessThanOrEqualTo(apartTrips);
+            }
+        }
+    }
+
+    /** A write of the handler's transaction, so that it has something to commit. */
+    private static void businessWrite(Connection c) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            st.executeUpdate("UPDATE idem_keys SET fingerprint = fingerprint WHERE id = 'none'");
+        }
     }
 
     private static void assertRoundTrips(TestDatabase db, Clock clock, long perNew, long perDuplicate) {

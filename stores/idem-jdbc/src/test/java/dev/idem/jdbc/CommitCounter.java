@@ -1,0 +1,73 @@
+package dev.idem.jdbc;
+
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Method;
+import java.lang.reflect.Proxy;
+import java.sql.Connection;
+import java.sql.Statement;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
+
+/**
+ * A data source that counts the transactions its connections end: each {@link Connection#commit()}, and each
+ * statement run in auto-commit mode (which commits alone). Rollbacks are not counted.
+ */
+final class CommitCounter {
+    private final AtomicLong commits = new AtomicLong();
+    private final DataSource dataSource;
+
+    CommitCounter(DataSource target) {
+        this.dataSource = (DataSource) proxy(DataSource.class, target, null);
+    }
+
+    DataSource dataSource() {
+        return dataSource;
+    }
+
+    long commits() {
+        return commits.get();
+    }
+
+    private Object proxy(Class<?> type, Object target, Connection connection) {
+        return Proxy.newProxyInstance(
+                CommitCounter.class.getClassLoader(), new Class<?>[] {type}, (self, method, args) -> {
+                    if (ends(method, target, connection, args)) {
+                        commits.incrementAndGet();
+                    }
+                    Object result = invoke(method, target, args);
+                    if (result instanceof Connection c && method.getName().equals("getConnection")) {
+                        return proxy(Connection.class, c, c);
+                    }
+                    if (result instanceof Statement s && target instanceof Connection) {
+                        return proxy(statementType(s), s, connection);
+                    }
+                    return result;
+                });
+    }
+
+    /** Whether the call ends a transaction: a commit, auto-commit switched back on, a statement in auto-commit. */
+    private static boolean ends(Method method, Object target, Connection connection, Object[] args)
+            throws java.sql.SQLException {
+        String name = method.getName();
+        if (target instanceof Connection) {
+            return name.equals("commit")
+                    || (name.equals("setAutoCommit") && Boolean.TRUE.equals(args[0]) && !connection.getAutoCommit());
+        }
+        return target instanceof Statement && name.startsWith("execute") && connection.getAutoCommit();
+    }
+
+    private static Class<?> statementType(Statement s) {
+        if (s instanceof java.sql.CallableStatement) {
+            return java.sql.CallableStatement.class;
+        }
+        return s instanceof java.sql.PreparedStatement ? java.sql.PreparedStatement.class : Statement.class;
+    }
+
+    private static Object invoke(Method method, Object target, Object[] args) throws Throwable {
+        try {
+            return method.invoke(target, args);
+        } catch (InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+}

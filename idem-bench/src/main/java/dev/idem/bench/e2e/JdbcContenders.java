@@ -239,19 +239,50 @@ final class JdbcContenders {
                 });
     }
 
-    /** Idem's JDBC lease store behind a Guard, with the ledger row as the business guard. */
+    /**
+     * Idem's JDBC lease store behind a Guard, its claim completed in the business transaction ({@link
+     * JdbcStore#completeInTransaction}): the same business writes as Camel's (the debit and its ledger row), the
+     * completion committed with them. A consumer that dies after the commit leaves its claim done; one that outlives its
+     * lease cannot commit its effect over a consumer that took the claim over.
+     */
     static Contender jdbcLease() {
         return new Simple(
                 "idem-jdbc-lease",
-                "Idem JDBC lease store (`Guard` + `JdbcStore`) + unique ledger row",
-                1,
-                false,
-                "ledger_unique",
+                "Idem JDBC lease store (`Guard` + `JdbcStore`, completed in the business transaction)",
                 env -> {
-                    JdbcStore store = JdbcStore.builder(env.bank().dataSource())
+                    Bank bank = env.bank();
+                    JdbcStore store = JdbcStore.builder(bank.dataSource())
                             .createTableIfMissing(true)
                             .build();
-                    return leaseSession(env, store);
+                    Guard guard = Guard.builder(bank.faults().crashable(store))
+                            .namespace(NAMESPACE)
+                            .lease(env.lease())
+                            .waitForInProgress(Duration.ofSeconds(1))
+                            .build();
+                    OwnTransaction own = OwnTransaction.of(bank.dataSource());
+                    return new Contender.Session() {
+                        @Override
+                        public List<Answer> deliver(List<Delivery> batch) {
+                            Delivery d = batch.get(0);
+                            Outcome outcome = guard.handle(dev.idem.Delivery.of(d.key()), context -> {
+                                Outcome applied = own.run(c -> {
+                                    bank.debit(c, d);
+                                    return store.completeInTransaction(c, context, Outcome.processed());
+                                });
+                                if (applied.type() == Outcome.Type.PROCESSED) {
+                                    bank.crashAfterCommitIfAsked(d);
+                                }
+                                return applied;
+                            });
+                            return List.of(Answer.of(outcome));
+                        }
+
+                        @Override
+                        public void close() {
+                            guard.close();
+                            store.close();
+                        }
+                    };
                 });
     }
 

@@ -163,6 +163,49 @@ class CompleteInTransactionReviewTest {
     }
 
     /**
+     * Finding 2. The handler's COMMIT is lost on the network (a partition: the client's socket times out, the server
+     * never hears of it and keeps the transaction open, holding the claim's row the completion locked). OwnTransaction
+     * answers IN_PROGRESS (fate unknown), so the guard releases the claim: its DELETE waits for that row with no lock
+     * or query timeout, and the consumer's thread hangs for as long as the server keeps the dead session (on
+     * PostgreSQL's defaults, until TCP keepalive gives up: hours). Before completeInTransaction no PostgreSQL session
+     * of the store ever held a claim's row across a round trip to the client.
+     */
+    @Test
+    @Timeout(120)
+    void postgres_aCommitLostOnTheNetwork_doesNotHangTheGuardsRelease() throws Exception {
+        JdbcStore store = JdbcStore.builder(postgres.dataSource())
+                .createTableIfMissing(true)
+                .build();
+        List<Connection> stranded = new CopyOnWriteArrayList<>();
+        OwnTransaction commitLost = OwnTransaction.builder(commitLostOnTheNetwork(stranded))
+                .dialect(Dialect.POSTGRESQL)
+                .build();
+        try (Guard guard = Guard.builder(store)
+                .namespace("review-commit-lost")
+                .watchdog(false)
+                .build()) {
+            CompletableFuture<Outcome> handling = CompletableFuture.supplyAsync(() -> guard.handle(
+                    Delivery.of("pay-lost"),
+                    ctx -> commitLost.run(c -> {
+                        applyEffect(c, "pay-lost");
+                        return store.completeInTransaction(c, ctx, Outcome.processed());
+                    })));
+            try {
+                assertThat(handling)
+                        .as(() -> "the guard's answer after a commit whose fate is unknown; statements waiting for a"
+                                + " lock: " + statementsWaitingForALock())
+                        .succeedsWithin(Duration.ofSeconds(20))
+                        .satisfies(o -> assertThat(o.type()).isEqualTo(Outcome.Type.IN_PROGRESS));
+            } finally {
+                for (Connection c : stranded) {
+                    c.close(); // the dead session ends: the server rolls it back
+                }
+                handling.get(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /**
      * Connections to the test database whose COMMIT is lost on the network: the driver's socket times out (08006) on the commit (or the switch back to auto-commit that commits),
      * the statement never reaches the server, whose session stays open in its transaction. Rollback fails the same
      * way and close does not reach the server either; the test closes them in {@code stranded} at its end.

@@ -155,6 +155,40 @@ class CompleteInTransactionReviewTest {
         }
     }
 
+    /**
+     * Finding 3. A handler's REPEATABLE READ (or SERIALIZABLE) transaction whose snapshot was taken before the claim
+     * (it read something before calling the guard, e.g. a Spring @Transactional(isolation = REPEATABLE_READ) method
+     * that loads the account first) cannot see the claim: the completion updates nothing, and the error blames the
+     * connection's database or schema and tells the user to pass the store's own database, which they did. Every
+     * redelivery fails the same way until the message is dead-lettered.
+     */
+    @Test
+    @Timeout(60)
+    void postgres_aRepeatableReadSnapshotOlderThanTheClaim_isNotBlamedOnAnotherDatabase() throws SQLException {
+        JdbcStore store = JdbcStore.builder(postgres.dataSource())
+                .createTableIfMissing(true)
+                .build();
+        try (Guard guard = Guard.builder(store)
+                        .namespace("review-rr")
+                        .watchdog(false)
+                        .build();
+                Connection c = postgres.connection()) {
+            c.setAutoCommit(false);
+            c.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+            effects(c, "balance"); // the transaction's first read takes its snapshot
+            Outcome outcome = guard.handle(Delivery.of("pay-rr"), ctx -> {
+                applyEffect(c, "pay-rr");
+                return store.completeInTransaction(c, ctx, Outcome.processed());
+            });
+            c.rollback();
+
+            assertThat(outcome.type()).isEqualTo(Outcome.Type.FAILED);
+            assertThat(outcome.cause().orElseThrow().getMessage())
+                    .doesNotContain("store's own database and schema")
+                    .containsIgnoringCase("snapshot");
+        }
+    }
+
     private static void effects(Connection c, String id) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement("SELECT COUNT(*) FROM effects_in_tx WHERE id = ?")) {
             ps.setString(1, id);

@@ -197,6 +197,35 @@ class CompleteInTransactionReviewTest {
     }
 
     /**
+     * Finding 4. A FAIL_OPEN guard runs the handler unguarded when the store is down (owner "unguarded"), but a
+     * handler written as documented ({@code return store.completeInTransaction(c, ctx, ...)}) then finds no claim,
+     * asks the unavailable store whether the connection is the wrong one, and throws: the effect rolls back, and
+     * fail-open silently behaves as fail-closed for exactly the handlers this feature is for.
+     */
+    @Test
+    @Timeout(60)
+    void failOpen_aHandlerCompletingInItsTransaction_stillAppliesTheEffectUnguarded() throws SQLException {
+        JdbcStore down = JdbcStore.builder(UrlDataSource.unreachable(Dialect.POSTGRESQL))
+                .dialect(Dialect.POSTGRESQL)
+                .build();
+        OwnTransaction own = OwnTransaction.of(postgres.dataSource());
+        try (Guard guard = Guard.builder(down)
+                .namespace("review-fail-open")
+                .onStoreUnavailable(StoreFailurePolicy.FAIL_OPEN)
+                .build()) {
+            Outcome outcome = guard.handle(
+                    Delivery.of("pay-open"),
+                    ctx -> own.run(c -> {
+                        applyEffect(c, "pay-open");
+                        return down.completeInTransaction(c, ctx, Outcome.processed());
+                    }));
+
+            assertThat(outcome.type()).as(outcome.toString()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(effects(postgres.dataSource(), "pay-open")).isEqualTo(1);
+        }
+    }
+
+    /**
      * Finding 2. The handler's COMMIT is lost on the network (a partition: the client's socket times out, the server
      * never hears of it and keeps the transaction open, holding the claim's row the completion locked). OwnTransaction
      * answers IN_PROGRESS (fate unknown), so the guard releases the claim: its DELETE waits for that row with no lock

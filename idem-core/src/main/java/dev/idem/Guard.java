@@ -315,8 +315,8 @@ public final class Guard implements AutoCloseable {
         }
         warn(IdempotencyEvent.Type.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
         try {
-            Outcome outcome =
-                    handler.handle(new HandlingContext(key, delivery, index, "unguarded", 0, false, retention));
+            Outcome outcome = handler.handle(
+                    new HandlingContext(key, delivery, index, HandlingContext.UNGUARDED, 0, false, retention));
             return outcome.withReason(outcome.reason() + " (unguarded: store unavailable, fail-open)");
         } catch (Exception ex) {
             return Outcome.ofException(ex);

@@ -15,11 +15,14 @@ import java.util.Objects;
  *       writes that carry a smaller one to fence out a stale owner whose lease was taken over;
  *   <li>{@link #tookOver()}: true when this handling took over an expired lease: a previous handling may have run
  *       part of the effect;
- *   <li>{@link #retention()}: how long the completion of this handling is remembered (the guard's retention).
+ *   <li>{@link #retention()}: how long the completion of this handling is remembered (the guard's retention);
+ *   <li>{@link #guarded()}: false when the handler runs unguarded (fail-open while the store is unreachable).
  * </ul>
  */
 public final class HandlingContext {
     static final Duration DEFAULT_RETENTION = Duration.ofDays(7);
+    /** The owner of a handling that runs without a claim: the store could not be reached and the guard fails open. */
+    static final String UNGUARDED = "unguarded";
 
     private final IdempotencyKey key;
     private final Delivery delivery;
@@ -81,6 +84,14 @@ public final class HandlingContext {
 
     public Duration retention() {
         return retention;
+    }
+
+    /**
+     * False when the handler runs without a claim: the store could not be reached and the guard fails open ({@link
+     * Guard.StoreFailurePolicy#FAIL_OPEN}). There is then no claim to complete.
+     */
+    public boolean guarded() {
+        return !owner.equals(UNGUARDED);
     }
 
     @Override

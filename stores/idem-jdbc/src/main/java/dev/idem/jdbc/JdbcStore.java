@@ -345,6 +345,9 @@ public final class JdbcStore implements IdempotencyStore {
             throws SQLException {
         OwnTransaction.requireTransaction(connection, "JdbcStore.completeInTransaction");
         Outcome recorded = outcome.withCompletionRecorded(context);
+        if (!context.guarded()) {
+            return outcome; // fail-open while the store was unreachable: no claim to complete
+        }
         IdempotencyKey key = context.key();
         String owner = context.owner();
         byte[] result = outcome.result().orElse(null);
@@ -365,14 +368,27 @@ public final class JdbcStore implements IdempotencyStore {
         if (missed == UpdateResult.NOT_FOUND
                 && lookup(key).filter(r -> r.owner().equals(owner)).isPresent()) {
             throw new IllegalStateException("JdbcStore.completeInTransaction got a connection that does not see the"
-                    + " claim this store (" + description + ") holds for " + key.logId() + ": pass a connection"
-                    + " of the store's own database and schema, in the transaction of the handler's writes");
+                    + " claim this store (" + description + ") holds for " + key.logId() + ": "
+                    + (snapshotBeforeTheClaim(connection)
+                            ? "its transaction's snapshot was taken before the claim (repeatable read or serializable,"
+                                    + " and a read before the guard ran): begin the transaction inside the handler"
+                            : "pass a connection of the store's own database and schema, in the transaction of the"
+                                    + " handler's writes"));
         }
         throw new RetryLaterException(
                 "the claim of " + key.logId() + " is no longer this handling's (" + missed + ": its lease ended and"
                         + " another consumer took it over, or it was purged): roll this transaction back, the"
                         + " redelivery finds the claim's state",
                 null);
+    }
+
+    /**
+     * Whether a PostgreSQL transaction runs on one snapshot (repeatable read, serializable), whose UPDATE cannot see a
+     * row committed after it began (MariaDB's UPDATE reads the latest committed row whatever the level).
+     */
+    private boolean snapshotBeforeTheClaim(Connection c) throws SQLException {
+        return sql.dialect == Dialect.POSTGRESQL
+                && c.getTransactionIsolation() >= Connection.TRANSACTION_REPEATABLE_READ;
     }
 
     @Override

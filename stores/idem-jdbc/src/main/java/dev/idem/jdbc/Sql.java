@@ -26,6 +26,10 @@ import org.jspecify.annotations.Nullable;
  */
 final class Sql {
     static final String PROCESSING = "PROCESSING";
+    static final int RELEASE_LOCK_WAIT_SECONDS = 5;
+    /** The row of an id while the given owner's claim on it runs. */
+    private static final String PROCESSING_OF_OWNER = "id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
+
     static final String DONE = "DONE";
 
     /** Rows per multi-row statement: keeps bind parameters far below every driver's limit. */
@@ -72,6 +76,7 @@ final class Sql {
     private final String completeOnDatabaseClock;
     private final String extendOnGivenClock;
     private final String extendOnDatabaseClock;
+    private final String releaseRow;
     private final String insertMarksFromArrays;
     private final Map<Lock, String> selectOneById;
     /** The inserts of marks by row count, built once each as every text above (H2 inserts one at a time, see insertH2). */
@@ -94,6 +99,7 @@ final class Sql {
         this.completeOnDatabaseClock = complete(nowExpression());
         this.extendOnGivenClock = extend(given);
         this.extendOnDatabaseClock = extend(nowExpression());
+        this.releaseRow = "DELETE FROM " + table + " WHERE " + PROCESSING_OF_OWNER;
         this.insertMarksFromArrays = insertMarksFromArrays();
         this.selectOneById = new EnumMap<>(Lock.class);
         for (Lock lock : Lock.values()) {
@@ -415,9 +421,14 @@ final class Sql {
                 + clock + ", result_data = ? WHERE id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
     }
 
+    /**
+     * Deletes the owner's claim, waiting at most {@link #RELEASE_LOCK_WAIT_SECONDS} for the row's lock: a claim of a
+     * copy holds it for a moment, a handler's transaction holding its completion until it commits, and one whose
+     * commit never came back until the server notices the dead session.
+     */
     int release(Connection c, String id, String owner) throws SQLException {
-        String sql = "DELETE FROM " + table + " WHERE id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
+        try (PreparedStatement ps = c.prepareStatement(releaseRow)) {
+            ps.setQueryTimeout(RELEASE_LOCK_WAIT_SECONDS);
             ps.setString(1, id);
             ps.setString(2, owner);
             return ps.executeUpdate();
@@ -439,8 +450,24 @@ final class Sql {
     }
 
     private String extend(String clock) {
-        return "UPDATE " + table + " SET expires_at = " + clock + " + ? WHERE id = ? AND state = '" + PROCESSING
-                + "' AND owner_token = ?";
+        return withoutWaiting("UPDATE " + table + " SET expires_at = " + clock + " + ?", PROCESSING_OF_OWNER);
+    }
+
+    /**
+     * {@code change} (an UPDATE's SET) of the row {@code where} names, failing at once when another transaction holds
+     * the row instead of waiting for it: the lease watchdog (one thread for the JVM, retrying at its next sweep) must
+     * not hang on a row locked by a completion written in a handler's transaction, for ever if its commit never came
+     * back (a connection lost mid-commit keeps the server's session, and its lock, until the server notices).
+     * PostgreSQL locks the row with {@code NOWAIT} first, MariaDB's lock wait is zero for the statement; H2 (in the
+     * JVM) waits for its lock timeout.
+     */
+    private String withoutWaiting(String change, String where) {
+        return switch (dialect) {
+            case POSTGRESQL ->
+                change + " WHERE id = (SELECT id FROM " + table + " WHERE " + where + " FOR UPDATE NOWAIT)";
+            case MARIADB -> "SET STATEMENT innodb_lock_wait_timeout = 0 FOR " + change + " WHERE " + where;
+            case MYSQL, H2 -> change + " WHERE " + where;
+        };
     }
 
     // ---------------------------------------------------------------- transactional mode

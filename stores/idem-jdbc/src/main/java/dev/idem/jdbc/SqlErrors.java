@@ -70,6 +70,14 @@ final class SqlErrors {
         if (isMissingTable(e)) {
             return missingTable(e, store, table, ddlResource);
         }
+        if (isLockWait(e)) {
+            return new StoreUnavailableException(
+                    store,
+                    what + " found the key's row locked by a transaction that has not ended (a handler's transaction"
+                            + " holding its completion, or one whose commit never came back), and did not wait longer ("
+                            + e.getMessage() + ")",
+                    e);
+        }
         return new StoreUnavailableException(
                 store, what + " failed (SQLState " + e.getSQLState() + "): " + e.getMessage(), e);
     }

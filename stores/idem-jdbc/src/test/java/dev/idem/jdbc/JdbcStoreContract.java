@@ -440,6 +440,36 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
         assertThat(effects(k)).isEqualTo(1);
     }
 
+    /**
+     * Review: the lease watchdog (one thread for the JVM) and the guard's release waited without bound on the claim's
+     * row while a completion in a handler's transaction held it, e.g. one whose commit never came back. The extend now
+     * fails at once (the watchdog retries at its next sweep), the release after a few seconds (a copy's claim holds
+     * the row for a moment, and a release that gave up leaves the message waiting for the lease). Waiting, either would
+     * outlast this test's timeout: for ever on PostgreSQL, 50 s on MariaDB.
+     */
+    @Test
+    @Timeout(30)
+    void extendAndRelease_ofARowAHandlersTransactionHolds_giveUpInsteadOfWaiting() throws SQLException {
+        assumeTrue(dialect() != Dialect.H2, "H2 runs in the JVM: its lock timeout bounds the wait");
+        JdbcStore jdbc = (JdbcStore) store;
+        IdempotencyKey k = key("pay-1");
+        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
+        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        try (OwnedTransaction tx = OwnedTransaction.begin(database(), dialect(), false)) {
+            jdbc.completeInTransaction(tx.connection(), context, Outcome.processed());
+
+            assertThatThrownBy(() -> store.extend(k, "owner-a", LEASE))
+                    .isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("locked by a transaction that has not ended");
+            assertThatThrownBy(() -> store.release(k, "owner-a"))
+                    .isInstanceOf(StoreUnavailableException.class)
+                    .hasMessageContaining("locked by a transaction that has not ended");
+            tx.rollback();
+        }
+        assertThat(store.extend(k, "owner-a", LEASE)).isEqualTo(UpdateResult.APPLIED);
+        assertThat(store.release(k, "owner-a")).isEqualTo(UpdateResult.APPLIED);
+    }
+
     @Test
     void completeInTransaction_onAnAutoCommitConnection_isRefused_andWritesNothing() throws SQLException {
         JdbcStore jdbc = (JdbcStore) store;

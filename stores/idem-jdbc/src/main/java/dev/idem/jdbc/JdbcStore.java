@@ -148,6 +148,9 @@ public final class JdbcStore implements IdempotencyStore {
                 if (SqlErrors.isDeadlock(e)) {
                     continue; // a row changed since the statement's snapshot (repeatable read): nothing was written
                 }
+                if (SqlErrors.isLockWait(e)) {
+                    return heldByATransaction(c, request);
+                }
                 throw e;
             }
             Row before = upsert.before();
@@ -170,6 +173,22 @@ public final class JdbcStore implements IdempotencyStore {
         }
         throw new StoreUnavailableException(
                 description, "claim of " + request.key().logId() + " kept losing races; retry later", null);
+    }
+
+    /**
+     * The answer to a claim whose key's row another transaction kept locked past {@code Sql.CLAIM_LOCK_WAIT_SECONDS}: a
+     * handler's transaction holding its completion, or one whose commit never came back (its session keeps the lock
+     * until the server ends it). In progress, as the row last committed says; never a store failure, which a
+     * fail-open guard would answer by running the handler unguarded.
+     */
+    private ClaimResult heldByATransaction(Connection c, ClaimRequest request) throws SQLException {
+        Row row = sql.select(c, request.key().storageId(), Sql.Lock.NONE);
+        return row == null
+                ? new ClaimResult.InProgress(
+                        "(a transaction not yet committed)",
+                        Instant.ofEpochMilli(now(c) + request.lease().toMillis()),
+                        null)
+                : new ClaimResult.InProgress(row.owner(), Instant.ofEpochMilli(row.expiresAt()), row.fingerprint());
     }
 
     @SuppressWarnings(

@@ -27,6 +27,8 @@ import org.jspecify.annotations.Nullable;
 final class Sql {
     static final String PROCESSING = "PROCESSING";
     static final int RELEASE_LOCK_WAIT_SECONDS = 5;
+    /** How long a PostgreSQL claim waits for a key's row another transaction holds (MariaDB's own lock wait bounds it). */
+    static final int CLAIM_LOCK_WAIT_SECONDS = 10;
     /** The row of an id while the given owner's claim on it runs. */
     private static final String PROCESSING_OF_OWNER = "id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
 
@@ -255,6 +257,7 @@ final class Sql {
             throws SQLException {
         try (PreparedStatement ps =
                 c.prepareStatement(now == null ? upsertClaimOnDatabaseClock : upsertClaimOnGivenClock)) {
+            ps.setQueryTimeout(CLAIM_LOCK_WAIT_SECONDS);
             int p = 1;
             if (now != null) {
                 ps.setLong(p++, now);

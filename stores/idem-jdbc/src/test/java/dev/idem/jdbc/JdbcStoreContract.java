@@ -470,6 +470,34 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
         assertThat(store.release(k, "owner-a")).isEqualTo(UpdateResult.APPLIED);
     }
 
+    /**
+     * Review: a claim of a key whose row a handler's transaction holds (for ever, if its commit never came back)
+     * waited without bound on PostgreSQL, hanging the consumer's thread. It waits {@link Sql#CLAIM_LOCK_WAIT_SECONDS},
+     * then answers in progress as the row last committed says, never "store unavailable" (which a fail-open guard
+     * would answer by running the handler unguarded). MariaDB's own lock wait bounds its claim.
+     */
+    @Test
+    @Timeout(60)
+    void claim_ofARowAHandlersTransactionKeepsLocked_isInProgress_afterABoundedWait() throws SQLException {
+        assumeTrue(dialect() == Dialect.POSTGRESQL, "the bound is PostgreSQL's; MariaDB's lock wait is the server's");
+        assumeFalse(keepsItsOwnTime(), "the lease must lapse while the transaction is open: the test's clock moves it");
+        JdbcStore jdbc = (JdbcStore) store;
+        IdempotencyKey k = key("pay-1");
+        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
+        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        try (OwnedTransaction tx = OwnedTransaction.begin(database(), dialect(), false)) {
+            jdbc.completeInTransaction(tx.connection(), context, Outcome.processed());
+            advance(LEASE.plusMillis(1));
+
+            assertThat(store.claim(ClaimRequest.of(k, "owner-b", LEASE)))
+                    .isInstanceOfSatisfying(
+                            ClaimResult.InProgress.class,
+                            p -> assertThat(p.owner()).isEqualTo("owner-a"));
+            tx.rollback();
+        }
+        assertThat(store.claim(ClaimRequest.of(k, "owner-b", LEASE))).isInstanceOf(ClaimResult.TakenOver.class);
+    }
+
     @Test
     void completeInTransaction_onAnAutoCommitConnection_isRefused_andWritesNothing() throws SQLException {
         JdbcStore jdbc = (JdbcStore) store;

@@ -1,0 +1,137 @@
+package dev.idem.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import dev.idem.Delivery;
+import dev.idem.Guard;
+import dev.idem.IdempotencyEvent;
+import dev.idem.Outcome;
+import dev.idem.testsupport.TestDatabase;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Second review of the fixes in e371d10: the lease watchdog's extend no longer waits for the claim's row (PostgreSQL
+ * FOR UPDATE NOWAIT). Every claim of a duplicate locks that row for the moment of its statement (the upsert's FOR
+ * UPDATE), so on a healthy database a hot key's extensions now fail now and then, and each failure is reported as
+ * STORE_UNAVAILABLE ("the store could not be reached"), its message blaming a handler's transaction holding its
+ * completion or a commit that never came back, for a guard that does not even use completeInTransaction. Operators
+ * alerting on STORE_UNAVAILABLE are paged for a healthy store, and sent looking for lost commits that do not exist.
+ * (The lease itself survived in these runs: the extension is retried at the next sweep.)
+ */
+class ExtendWithoutWaitingReviewTest {
+    private static TestDatabase postgres;
+
+    @BeforeAll
+    static void open() {
+        postgres = TestDatabase.postgres("ExtendNowaitReview");
+    }
+
+    @AfterAll
+    static void close() {
+        postgres.close();
+    }
+
+    private static HikariDataSource pool(TestDatabase db, int size) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(db.url());
+        config.setMaximumPoolSize(size);
+        config.setMinimumIdle(size);
+        config.setConnectionTimeout(10_000);
+        return new HikariDataSource(config);
+    }
+
+    /**
+     * A hot key: one consumer runs its handler (an HTTP call, longer than the lease, under the watchdog) while 60
+     * duplicates of the message wait for it at other consumers, as {@code waitForInProgress} makes them do: each
+     * polls {@code claim} (at most every 200 ms). Before e371d10 the extend waited the fraction of a millisecond a
+     * poll held the row.
+     */
+    @Test
+    @Timeout(120)
+    void postgres_duplicatesWaitingForAHotKey_areNotReportedAsAnUnavailableStore() throws Exception {
+        hotKey(postgres, "pg");
+    }
+
+    private static void hotKey(TestDatabase db, String tag) throws Exception {
+        int pollers = Integer.getInteger("review.pollers", 60);
+        Duration lease = Duration.ofMillis(Long.getLong("review.leaseMs", 600));
+        long handlerMillis = Long.getLong("review.handlerMs", 8000);
+        AtomicInteger effects = new AtomicInteger();
+        List<IdempotencyEvent> events = new CopyOnWriteArrayList<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        ExecutorService threads = Executors.newFixedThreadPool(pollers + 1);
+        try (HikariDataSource ds = pool(db, pollers + 4)) {
+            JdbcStore store = JdbcStore.builder(ds).createTableIfMissing(true).build();
+            try (Guard owner = Guard.builder(store)
+                            .namespace("hot-" + tag)
+                            .lease(lease)
+                            .listener(events::add)
+                            .build();
+                    Guard duplicates = Guard.builder(store)
+                            .namespace("hot-" + tag)
+                            .lease(lease)
+                            .waitForInProgress(Duration.ofSeconds(30))
+                            .build()) {
+                Future<Outcome> first = threads.submit(() -> owner.handle(Delivery.of("order-1"), ctx -> {
+                    effects.incrementAndGet();
+                    Thread.sleep(handlerMillis); // the HTTP call
+                    return Outcome.processed();
+                }));
+                while (effects.get() == 0) {
+                    Thread.sleep(5);
+                }
+                List<Future<Outcome>> waits = new ArrayList<>();
+                for (int i = 0; i < pollers; i++) {
+                    waits.add(threads.submit(() -> {
+                        Outcome o;
+                        do {
+                            o = duplicates.handle(Delivery.of("order-1"), ctx -> {
+                                effects.incrementAndGet();
+                                return Outcome.processed();
+                            });
+                        } while (!o.isFinal() && !stop.get());
+                        return o;
+                    }));
+                }
+                Outcome firstOutcome = first.get(60, TimeUnit.SECONDS);
+                stop.set(true);
+                for (Future<Outcome> w : waits) {
+                    w.get(60, TimeUnit.SECONDS);
+                }
+                long extendFailures = events.stream()
+                        .filter(e -> e.type() == IdempotencyEvent.Type.STORE_UNAVAILABLE)
+                        .count();
+                String seen = events.stream()
+                        .map(e -> e.type() + ": " + e.message())
+                        .distinct()
+                        .limit(3)
+                        .toList()
+                        .toString();
+                assertThat(effects.get())
+                        .as("effects of order-1 (owner's outcome " + firstOutcome + ")")
+                        .isEqualTo(1);
+                assertThat(extendFailures)
+                        .as("STORE_UNAVAILABLE events on a healthy store, " + pollers + " duplicates waiting: " + seen)
+                        .isZero();
+            }
+        } finally {
+            stop.set(true);
+            threads.shutdownNow();
+        }
+    }
+}

@@ -222,6 +222,7 @@ public final class Guard implements AutoCloseable {
             ClaimResult.Acquired claim,
             Handler handler,
             LeaseWatchdog.@Nullable Watch held) {
+        LeaseWatchdog.Watch watch = held != null ? held : watch(key, claim.owner());
         var context = new HandlingContext(
                 key,
                 delivery,
@@ -229,8 +230,8 @@ public final class Guard implements AutoCloseable {
                 claim.owner(),
                 claim.fencingToken(),
                 claim instanceof ClaimResult.TakenOver,
-                retention);
-        LeaseWatchdog.Watch watch = held != null ? held : watch(key, claim.owner());
+                retention,
+                watch == null ? () -> {} : watch::close);
         Outcome outcome;
         try {
             outcome = Objects.requireNonNull(handler.handle(context), "a handler must return an Outcome, not null");
@@ -315,8 +316,8 @@ public final class Guard implements AutoCloseable {
         }
         warn(IdempotencyEvent.Type.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
         try {
-            Outcome outcome = handler.handle(
-                    new HandlingContext(key, delivery, index, HandlingContext.UNGUARDED, 0, false, retention));
+            Outcome outcome = handler.handle(new HandlingContext(
+                    key, delivery, index, HandlingContext.UNGUARDED, 0, false, retention, () -> {}));
             return outcome.withReason(outcome.reason() + " (unguarded: store unavailable, fail-open)");
         } catch (Exception ex) {
             return Outcome.ofException(ex);

@@ -31,6 +31,7 @@ public final class HandlingContext {
     private final long fencingToken;
     private final boolean tookOver;
     private final Duration retention;
+    private final Runnable stopLeaseRenewal;
 
     HandlingContext(
             IdempotencyKey key,
@@ -39,7 +40,8 @@ public final class HandlingContext {
             String owner,
             long fencingToken,
             boolean tookOver,
-            Duration retention) {
+            Duration retention,
+            Runnable stopLeaseRenewal) {
         this.key = Objects.requireNonNull(key, "key");
         this.delivery = Objects.requireNonNull(delivery, "delivery");
         this.index = index;
@@ -47,6 +49,7 @@ public final class HandlingContext {
         this.fencingToken = fencingToken;
         this.tookOver = tookOver;
         this.retention = Objects.requireNonNull(retention, "retention");
+        this.stopLeaseRenewal = Objects.requireNonNull(stopLeaseRenewal, "stopLeaseRenewal");
     }
 
     /**
@@ -55,7 +58,7 @@ public final class HandlingContext {
      */
     public static HandlingContext of(
             IdempotencyKey key, Delivery delivery, int index, String owner, long fencingToken, boolean tookOver) {
-        return new HandlingContext(key, delivery, index, owner, fencingToken, tookOver, DEFAULT_RETENTION);
+        return new HandlingContext(key, delivery, index, owner, fencingToken, tookOver, DEFAULT_RETENTION, () -> {});
     }
 
     public IdempotencyKey key() {
@@ -84,6 +87,16 @@ public final class HandlingContext {
 
     public Duration retention() {
         return retention;
+    }
+
+    /**
+     * Stops the lease watchdog's renewals of this handling's claim. For a store that has written the claim's
+     * completion in the handler's open transaction (e.g. {@code JdbcStore.completeInTransaction}): that transaction's
+     * lock on the claim now keeps other consumers out until it ends, and a renewal would only meet the lock (or, under
+     * repeatable read, make the completion fail). Idempotent; does nothing outside a guard or without a watchdog.
+     */
+    public void stopLeaseRenewal() {
+        stopLeaseRenewal.run();
     }
 
     /**

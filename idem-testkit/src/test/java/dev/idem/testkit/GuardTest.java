@@ -296,6 +296,37 @@ class GuardTest {
         }
     }
 
+    /** A store that wrote the completion in the handler's transaction stops the renewals: its lock keeps others out. */
+    @Test
+    void stopLeaseRenewal_endsTheWatchdogsRenewalsOfThatClaim_only() throws Exception {
+        try (InMemoryStore realTime = InMemoryStore.create();
+                Guard g = Guard.builder(realTime)
+                        .namespace("payments")
+                        .lease(Duration.ofMillis(300))
+                        .build()) {
+            AtomicBoolean extendedAfterTheStop = new AtomicBoolean(true);
+            AtomicBoolean otherExtended = new AtomicBoolean();
+            CountDownLatch stopped = new CountDownLatch(1);
+            CompletableFuture<Outcome> other = CompletableFuture.supplyAsync(() -> g.run("pay-2", () -> {
+                stopped.await(10, TimeUnit.SECONDS);
+                otherExtended.set(LeaseWaits.extendedWithin(
+                        realTime, IdempotencyKey.of("payments", "pay-2"), Duration.ofSeconds(10)));
+            }));
+
+            Outcome outcome = g.handle(Delivery.of("pay-1"), ctx -> {
+                ctx.stopLeaseRenewal();
+                stopped.countDown();
+                extendedAfterTheStop.set(LeaseWaits.extendedWithin(realTime, ctx.key(), Duration.ofMillis(600)));
+                return Outcome.processed();
+            });
+
+            assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(extendedAfterTheStop).as("pay-1 renewed after its stop").isFalse();
+            assertThat(other.get(20, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(otherExtended).as("pay-2 still renewed").isTrue();
+        }
+    }
+
     /** Runs a handler that waits (up to 10 s) for the watchdog to extend its lease; answers the outcome's type. */
     private static Outcome.Type runUntilExtended(Guard g, InMemoryStore store, String id) {
         AtomicBoolean extended = new AtomicBoolean();

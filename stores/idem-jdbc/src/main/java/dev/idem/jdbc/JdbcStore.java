@@ -67,6 +67,8 @@ public final class JdbcStore implements IdempotencyStore {
 
     private static final int CLAIM_ATTEMPTS = 100;
     private static final int DEADLOCK_RETRIES = 5;
+    private static final int EXTEND_TRIES = 7;
+    private static final long EXTEND_FIRST_PAUSE_MILLIS = 2;
 
     private final DataSource dataSource;
     private final Sql sql;
@@ -116,9 +118,17 @@ public final class JdbcStore implements IdempotencyStore {
         String id = request.key().storageId();
         long now = now(c);
         long leaseUntil = now + request.lease().toMillis();
-        Long token = sql.insertClaims(
-                        c, List.of(new Sql.NewClaim(id, request.owner(), leaseUntil, request.fingerprint())))
-                .get(id);
+        Long token;
+        try {
+            token = sql.insertClaims(
+                            c, List.of(new Sql.NewClaim(id, request.owner(), leaseUntil, request.fingerprint())))
+                    .get(id);
+        } catch (SQLException e) {
+            if (!SqlErrors.isLockWait(e)) {
+                throw e;
+            }
+            return Optional.of(heldByATransaction(c, request));
+        }
         if (token != null) {
             return Optional.of(new ClaimResult.Claimed(request.owner(), token, Instant.ofEpochMilli(leaseUntil)));
         }
@@ -176,10 +186,11 @@ public final class JdbcStore implements IdempotencyStore {
     }
 
     /**
-     * The answer to a claim whose key's row another transaction kept locked past {@code Sql.CLAIM_LOCK_WAIT_SECONDS}: a
-     * handler's transaction holding its completion, or one whose commit never came back (its session keeps the lock
-     * until the server ends it). In progress, as the row last committed says; never a store failure, which a
-     * fail-open guard would answer by running the handler unguarded.
+     * The answer to a claim whose key's row another transaction kept locked past {@code Sql.CLAIM_LOCK_WAIT_SECONDS}
+     * (MariaDB's locking read: past the server's {@code innodb_lock_wait_timeout}): a handler's transaction holding
+     * its completion, or one whose commit never came back (its session keeps the lock until the server ends it). In
+     * progress, as the row last committed says; never a store failure, which a fail-open guard would answer by running
+     * the handler unguarded.
      */
     private ClaimResult heldByATransaction(Connection c, ClaimRequest request) throws SQLException {
         Row row = sql.select(c, request.key().storageId(), Sql.Lock.NONE);
@@ -207,7 +218,16 @@ public final class JdbcStore implements IdempotencyStore {
         long leaseUntil = now + request.lease().toMillis();
         for (int attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
             Connection c = tx.connection();
-            Row row = sql.select(c, id, Sql.Lock.EXCLUSIVE);
+            Row row;
+            try {
+                row = sql.select(c, id, Sql.Lock.EXCLUSIVE);
+            } catch (SQLException e) {
+                if (!SqlErrors.isLockWait(e)) {
+                    throw e;
+                }
+                tx.rollback();
+                return heldByATransaction(c, request);
+            }
             if (row == null) {
                 Map<String, Long> inserted = sql.insertClaims(
                         c, List.of(new Sql.NewClaim(id, request.owner(), leaseUntil, request.fingerprint())));
@@ -266,7 +286,9 @@ public final class JdbcStore implements IdempotencyStore {
     /**
      * Claims the keys in one transaction: one statement reads and locks the existing rows in key order, one
      * multi-row insert ({@code RETURNING} on PostgreSQL and MariaDB) claims the free keys in key order, one batch
-     * rewrites the rows to take over. Keys that another transaction inserted meanwhile are claimed one by one.
+     * rewrites the rows to take over. Keys that another transaction inserted meanwhile are claimed one by one after
+     * it; when another transaction holds one of the rows (PostgreSQL, MariaDB), every key is, so that the batch never
+     * waits for that row while it holds the others.
      */
     @Override
     public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
@@ -290,7 +312,12 @@ public final class JdbcStore implements IdempotencyStore {
             long now = now(c);
             List<String> ids =
                     order.stream().map(i -> requests.get(i).key().storageId()).toList();
-            Map<String, Row> rows = sql.selectMany(c, ids, Sql.Lock.EXCLUSIVE);
+            Map<String, Row> rows;
+            try {
+                rows = sql.selectMany(c, ids, Sql.Lock.EXCLUSIVE_NOWAIT);
+            } catch (SQLException e) {
+                return eachAloneAfter(e, tx, requests.size());
+            }
             List<Sql.NewClaim> fresh = new ArrayList<>();
             List<Sql.Reclaim> reclaims = new ArrayList<>();
             for (int i : order) {
@@ -304,7 +331,12 @@ public final class JdbcStore implements IdempotencyStore {
                     answers[i] = decide(c, row, r, id, now, leaseUntil, reclaims);
                 }
             }
-            Map<String, Long> tokens = sql.insertClaims(c, fresh);
+            Map<String, Long> tokens;
+            try {
+                tokens = sql.insertClaims(c, fresh);
+            } catch (SQLException e) {
+                return eachAloneAfter(e, tx, requests.size());
+            }
             sql.reclaim(c, reclaims);
             commit(tx);
             for (int i : order) {
@@ -327,6 +359,18 @@ public final class JdbcStore implements IdempotencyStore {
         return Arrays.asList(results);
     }
 
+    /**
+     * A batch claim that met a row another transaction holds rolls back and answers nothing, so that each key is
+     * claimed alone, holding no other row while it waits; any other failure is rethrown.
+     */
+    private static ClaimResult[] eachAloneAfter(SQLException e, OwnedTransaction tx, int keys) throws SQLException {
+        if (!SqlErrors.isLockWait(e)) {
+            throw e;
+        }
+        tx.rollback();
+        return new ClaimResult[keys];
+    }
+
     // ---------------------------------------------------------------- owner-checked changes
 
     @Override
@@ -342,8 +386,9 @@ public final class JdbcStore implements IdempotencyStore {
      * connection to this store's database: the completion commits with the handler's writes, or rolls back with
      * them, and the guard records no completion of its own (one commit fewer per message). The completion locks the
      * claim's row until the transaction ends, so a consumer that takes the claim over meanwhile waits and then finds
-     * it done; a claim already taken over throws instead, so the effect rolls back rather than apply a second time.
-     * Write it last in the transaction, and return what it answers:
+     * it done, and the lease watchdog stops renewing it; a claim already taken over throws instead, so the effect
+     * rolls back rather than apply a second time. Write it last in the transaction (on PostgreSQL under repeatable
+     * read or serializable: first, before any other statement), and return what it answers:
      *
      * <pre>{@code
      * guard.handle(delivery, context -> tx.run(c -> {
@@ -356,8 +401,9 @@ public final class JdbcStore implements IdempotencyStore {
      * @throws RetryLaterException when the claim is no longer this handling's (its lease ended and another consumer
      *     took it over, or it was purged): the transaction must roll back, and the redelivery finds the claim's state
      * @throws IllegalArgumentException when {@code connection} is in auto-commit mode, or {@code outcome} is not final
-     * @throws IllegalStateException when {@code connection} does not see the claim that this store holds: it belongs
-     *     to another database or schema than the store's
+     * @throws IllegalStateException when {@code connection} does not see the claim that this store holds (it belongs
+     *     to another database or schema than the store's, or its snapshot predates the claim), or cannot change it
+     *     (a PostgreSQL snapshot older than the claim's last renewal)
      * @throws SQLException from the driver; the transaction must roll back
      */
     public Outcome completeInTransaction(Connection connection, HandlingContext context, Outcome outcome)
@@ -369,19 +415,13 @@ public final class JdbcStore implements IdempotencyStore {
         }
         IdempotencyKey key = context.key();
         String owner = context.owner();
-        byte[] result = outcome.result().orElse(null);
-        if (sql.complete(
-                        connection,
-                        key.storageId(),
-                        owner,
-                        givenNow(),
-                        context.retention().toMillis(),
-                        result)
-                == 1) {
+        if (completeIn(connection, context, outcome.result().orElse(null)) == 1) {
+            context.stopLeaseRenewal(); // this transaction holds the claim's row until it ends
             return recorded;
         }
         UpdateResult missed = completedAlready(connection, key, owner, now(connection));
         if (missed == UpdateResult.APPLIED) {
+            context.stopLeaseRenewal();
             return recorded;
         }
         if (missed == UpdateResult.NOT_FOUND
@@ -401,9 +441,29 @@ public final class JdbcStore implements IdempotencyStore {
                 null);
     }
 
+    /** The owner-checked completion on the caller's connection: 1 when it changed the claim's row. */
+    private int completeIn(Connection connection, HandlingContext context, byte @Nullable [] result)
+            throws SQLException {
+        IdempotencyKey key = context.key();
+        long retention = context.retention().toMillis();
+        try {
+            return sql.complete(connection, key.storageId(), context.owner(), givenNow(), retention, result);
+        } catch (SQLException e) {
+            if (sql.dialect == Dialect.POSTGRESQL && SqlErrors.isSerializationFailure(e)) {
+                // not retryable as it stands: each retry's snapshot meets the watchdog's next extension again
+                throw new IllegalStateException("JdbcStore.completeInTransaction: the claim's row of " + key.logId()
+                        + " changed after this transaction's snapshot (SQLState " + e.getSQLState() + ": the lease"
+                        + " watchdog extends it every third of the lease, or another consumer took it over): under"
+                        + " repeatable read or serializable, call completeInTransaction first in the transaction,"
+                        + " before any other statement, or run the transaction at READ COMMITTED");
+            }
+            throw e;
+        }
+    }
+
     /**
-     * Whether a PostgreSQL transaction runs on one snapshot (repeatable read, serializable), whose UPDATE cannot see a
-     * row committed after it began (MariaDB's UPDATE reads the latest committed row whatever the level).
+     * Whether a PostgreSQL transaction runs on one snapshot (repeatable read, serializable), whose UPDATE cannot see,
+     * or fails on, a row committed after it began (MariaDB's UPDATE reads the latest committed row whatever the level).
      */
     private boolean snapshotBeforeTheClaim(Connection c) throws SQLException {
         return sql.dialect == Dialect.POSTGRESQL
@@ -418,12 +478,40 @@ public final class JdbcStore implements IdempotencyStore {
         });
     }
 
+    /**
+     * Renews the lease without waiting for a row another transaction holds: a copy's claim holds it for a moment (the
+     * extension is tried {@link #EXTEND_TRIES} times, after pauses doubling from {@link #EXTEND_FIRST_PAUSE_MILLIS}
+     * ms, about an eighth of a second in all), a handler's transaction holding its completion until it commits. The
+     * lease watchdog, one thread for the JVM, retries a row still held at its next sweep instead of waiting on it.
+     */
     @Override
     public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
         return inAutoCommit(() -> "extend " + key.logId(), c -> {
-            int n = sql.extend(c, key.storageId(), owner, givenNow(), lease.toMillis());
-            return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now(c));
+            for (int attempt = 1; ; attempt++) {
+                int n;
+                try {
+                    n = sql.extend(c, key.storageId(), owner, givenNow(), lease.toMillis());
+                } catch (SQLException e) {
+                    if (!SqlErrors.isLockWait(e)
+                            || attempt == EXTEND_TRIES
+                            || !pause(EXTEND_FIRST_PAUSE_MILLIS << (attempt - 1))) {
+                        throw e;
+                    }
+                    continue;
+                }
+                return n == 1 ? UpdateResult.APPLIED : completedAlready(c, key, owner, now(c));
+            }
         });
+    }
+
+    private static boolean pause(long millis) {
+        try {
+            Thread.sleep(millis);
+            return true;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
     }
 
     /**

@@ -27,7 +27,7 @@ import org.jspecify.annotations.Nullable;
 final class Sql {
     static final String PROCESSING = "PROCESSING";
     static final int RELEASE_LOCK_WAIT_SECONDS = 5;
-    /** How long a PostgreSQL claim waits for a key's row another transaction holds (MariaDB's own lock wait bounds it). */
+    /** How long a claim waits for a key's row another transaction holds (and MariaDB's own lock wait). */
     static final int CLAIM_LOCK_WAIT_SECONDS = 10;
     /** The row of an id while the given owner's claim on it runs. */
     private static final String PROCESSING_OF_OWNER = "id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
@@ -135,6 +135,9 @@ final class Sql {
     @Nullable
     Row select(Connection c, String id, Lock lock) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(selectRow + lockClause(lock))) {
+            if (lock == Lock.EXCLUSIVE) {
+                ps.setQueryTimeout(CLAIM_LOCK_WAIT_SECONDS);
+            }
             ps.setString(1, id);
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? read(rs, 1) : null;
@@ -179,13 +182,19 @@ final class Sql {
         NONE,
         /** Sees the latest committed row whatever the isolation level (MySQL's snapshot reads do not). */
         SHARED,
-        EXCLUSIVE
+        EXCLUSIVE,
+        /**
+         * {@link #EXCLUSIVE}, failing at once on a row another transaction holds (PostgreSQL, MariaDB; H2 waits): a
+         * batch that waited for one held row would keep its other rows locked meanwhile.
+         */
+        EXCLUSIVE_NOWAIT
     }
 
     private String lockClause(Lock lock) {
         return switch (lock) {
             case NONE -> "";
             case EXCLUSIVE -> " FOR UPDATE";
+            case EXCLUSIVE_NOWAIT -> dialect == Dialect.H2 ? " FOR UPDATE" : " FOR UPDATE NOWAIT";
             case SHARED -> mysqlFamily() ? " LOCK IN SHARE MODE" : "";
         };
     }
@@ -346,6 +355,7 @@ final class Sql {
                                     "(?, '" + PROCESSING + "', ?, " + tokenExpression + ", ?, NULL, ?, NULL)"))
                     + conflictFreeInsertSuffix + " RETURNING id, fencing_token";
             try (PreparedStatement ps = c.prepareStatement(sql)) {
+                ps.setQueryTimeout(CLAIM_LOCK_WAIT_SECONDS);
                 int p = 1;
                 for (NewClaim claim : chunk) {
                     ps.setString(p++, claim.id());

@@ -24,6 +24,15 @@ final class SqlErrors {
         return e != null && (state(e).startsWith("40") || e.getErrorCode() == 1213 || e.getErrorCode() == 40001);
     }
 
+    /**
+     * A serialization failure (SQLState 40001): on PostgreSQL a repeatable read or serializable transaction changing a
+     * row that another transaction changed after its snapshot (read committed never raises it for an UPDATE).
+     */
+    static boolean isSerializationFailure(Throwable t) {
+        SQLException e = sqlException(t);
+        return e != null && "40001".equals(state(e));
+    }
+
     /** A lock wait (or our statement timeout) ran out: the row is held by a transaction that has not finished. */
     static boolean isLockWait(Throwable t) {
         SQLException e = sqlException(t);
@@ -73,9 +82,9 @@ final class SqlErrors {
         if (isLockWait(e)) {
             return new StoreUnavailableException(
                     store,
-                    what + " found the key's row locked by a transaction that has not ended (a handler's transaction"
-                            + " holding its completion, or one whose commit never came back), and did not wait longer ("
-                            + e.getMessage() + ")",
+                    what + " found the key's row locked by another transaction (a copy's claim, a handler's"
+                            + " transaction holding its completion, or one whose commit never came back), and did not"
+                            + " wait longer (" + e.getMessage() + ")",
                     e);
         }
         return new StoreUnavailableException(

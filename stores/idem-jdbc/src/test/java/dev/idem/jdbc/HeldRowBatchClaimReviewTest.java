@@ -71,15 +71,12 @@ class HeldRowBatchClaimReviewTest {
                         .lease(lease)
                         .listener(events::add)
                         .build();
-                Guard batchConsumer = Guard.builder(store)
-                        .namespace(ns)
-                        .lease(lease)
-                        .build();
-                Guard consumer3 = Guard.builder(store)
-                        .namespace(ns)
-                        .lease(lease)
-                        .build()) {
-            // 1. consumer 1 handles a-live: an external effect taking several leases, its lease extended by the watchdog.
+                Guard batchConsumer =
+                        Guard.builder(store).namespace(ns).lease(lease).build();
+                Guard consumer3 =
+                        Guard.builder(store).namespace(ns).lease(lease).build()) {
+            // 1. consumer 1 handles a-live: an external effect taking several leases, its lease extended by the
+            // watchdog.
             CompletableFuture<Outcome> liveHandling =
                     CompletableFuture.supplyAsync(() -> consumer1.handle(Delivery.of(live), ctx -> {
                         liveEffects.incrementAndGet();
@@ -108,8 +105,8 @@ class HeldRowBatchClaimReviewTest {
 
             // 3. A batch consumer gets both messages (a redelivery of each, e.g. after a rebalance): its claimAll
             // locks a-live's row, then waits for z-held's.
-            CompletableFuture<List<Outcome>> batch = CompletableFuture.supplyAsync(() -> batchConsumer.handleAll(
-                    List.of(Delivery.of(live), Delivery.of(held)), ctx -> {
+            CompletableFuture<List<Outcome>> batch = CompletableFuture.supplyAsync(() ->
+                    batchConsumer.handleAll(List.of(Delivery.of(live), Delivery.of(held)), ctx -> {
                         if (ctx.key().equals(IdempotencyKey.of(ns, live))) {
                             liveEffects.incrementAndGet();
                         }

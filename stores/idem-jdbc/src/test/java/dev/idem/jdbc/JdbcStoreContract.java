@@ -460,10 +460,10 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
 
             assertThatThrownBy(() -> store.extend(k, "owner-a", LEASE))
                     .isInstanceOf(StoreUnavailableException.class)
-                    .hasMessageContaining("locked by a transaction that has not ended");
+                    .hasMessageContaining("locked by another transaction");
             assertThatThrownBy(() -> store.release(k, "owner-a"))
                     .isInstanceOf(StoreUnavailableException.class)
-                    .hasMessageContaining("locked by a transaction that has not ended");
+                    .hasMessageContaining("locked by another transaction");
             tx.rollback();
         }
         assertThat(store.extend(k, "owner-a", LEASE)).isEqualTo(UpdateResult.APPLIED);

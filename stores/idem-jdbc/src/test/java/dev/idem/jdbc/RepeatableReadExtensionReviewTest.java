@@ -14,9 +14,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -30,7 +27,8 @@ import org.junit.jupiter.api.Timeout;
  * longer UPDATE that row: "could not serialize access due to concurrent update". OwnTransaction runs the work again,
  * and the watchdog extends again during it, every time: a handler whose transaction lasts longer than a third of the
  * lease never completes, on any delivery. The message is retried for ever (IN_PROGRESS), or, under a transaction
- * manager that does not retry, FAILED until it is dead-lettered.
+ * manager that does not retry, FAILED until it is dead-lettered. Fixed: the completion written last fails once naming
+ * the fix; written first, it takes the snapshot itself and stops the renewals, and completes.
  */
 class RepeatableReadExtensionReviewTest {
     private static TestDatabase postgres;
@@ -46,48 +44,66 @@ class RepeatableReadExtensionReviewTest {
         postgres.close();
     }
 
+    /** Fixed: the completion written last fails once, with what to do, instead of being retried for ever. */
     @Test
     @Timeout(120)
-    void postgres_repeatableReadHandlerTransactionLongerThanAThirdOfTheLease_completesInItsTransaction()
+    void postgres_repeatableReadTransactionLongerThanAThirdOfTheLease_completingLast_failsNamingTheFix()
             throws Exception {
+        Outcome outcome = handleOnRepeatableRead(false);
+
+        assertThat(outcome.type()).as(outcome.toString()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(outcome.reason())
+                .contains("call completeInTransaction first in the transaction")
+                .contains("READ COMMITTED");
+    }
+
+    /**
+     * Completing first, the transaction's snapshot is taken by the completion itself, and the completion stops the
+     * watchdog's renewals (the transaction's lock keeps other consumers out): the long transaction completes.
+     */
+    @Test
+    @Timeout(120)
+    void postgres_repeatableReadTransactionLongerThanAThirdOfTheLease_completingFirst_isProcessed() throws Exception {
+        Outcome outcome = handleOnRepeatableRead(true);
+
+        assertThat(outcome.type()).as(outcome.toString()).isEqualTo(Outcome.Type.PROCESSED);
+    }
+
+    /** One delivery whose repeatable-read transaction lasts more than half the lease, completing first or last. */
+    private static Outcome handleOnRepeatableRead(boolean completeFirst) throws Exception {
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(postgres.url());
         config.setMaximumPoolSize(4);
         config.setTransactionIsolation("TRANSACTION_REPEATABLE_READ");
+        String id = "pay-" + completeFirst;
         try (HikariDataSource repeatableRead = new HikariDataSource(config)) {
             JdbcStore store = JdbcStore.builder(postgres.dataSource())
                     .createTableIfMissing(true)
                     .build();
             OwnTransaction tx = OwnTransaction.of(repeatableRead);
-            AtomicInteger attempts = new AtomicInteger();
-            List<Outcome> deliveries = new ArrayList<>();
             try (Guard guard = Guard.builder(store)
                     .namespace("review-rr-extension")
                     .lease(Duration.ofMillis(1500))
                     .build()) {
-                for (int delivery = 0; delivery < 3; delivery++) {
-                    deliveries.add(guard.handle(
-                            Delivery.of("pay-42"),
-                            ctx -> tx.run(c -> {
-                                attempts.incrementAndGet();
-                                balance(c); // the transaction's snapshot: taken inside the handler, after the claim
-                                try (Statement s = c.createStatement()) {
-                                    s.execute("SELECT pg_sleep(0.8)"); // the rest of the work (one lease/2)
-                                }
-                                try (PreparedStatement ps = c.prepareStatement("INSERT INTO payments VALUES (?)")) {
-                                    ps.setString(1, "pay-42");
-                                    ps.executeUpdate();
-                                }
-                                return store.completeInTransaction(c, ctx, Outcome.processed());
-                            })));
-                    if (deliveries.get(delivery).isFinal()) {
-                        break;
-                    }
-                }
+                return guard.handle(
+                        Delivery.of(id),
+                        ctx -> tx.run(c -> {
+                            Outcome completed =
+                                    completeFirst ? store.completeInTransaction(c, ctx, Outcome.processed()) : null;
+                            balance(c); // without the completion first, the transaction's snapshot is taken here
+                            try (Statement s = c.createStatement()) {
+                                s.execute(
+                                        "SELECT pg_sleep(0.8)"); // the rest of the work: more than a third of the lease
+                            }
+                            try (PreparedStatement ps = c.prepareStatement("INSERT INTO payments VALUES (?)")) {
+                                ps.setString(1, id);
+                                ps.executeUpdate();
+                            }
+                            return completed != null
+                                    ? completed
+                                    : store.completeInTransaction(c, ctx, Outcome.processed());
+                        }));
             }
-            assertThat(deliveries.get(0).type())
-                    .as("deliveries " + deliveries + " after " + attempts.get() + " transactions")
-                    .isEqualTo(Outcome.Type.PROCESSED);
         }
     }
 

@@ -149,4 +149,56 @@ class ReadmeJdbcExampleTest {
         }
         ReadmeSnippets.assertShown(SOURCE, "lease");
     }
+
+    interface Gateway {
+        void charge(Message message);
+    }
+
+    @Test
+    void readmeLeaseInTransactionExample_chargesOnce_marksPaidWithTheCompletion_andIsShownVerbatim()
+            throws SQLException {
+        try (TestDatabase db = TestDatabase.h2("ReadmeJdbcExampleTest")) {
+            db.execute("CREATE TABLE payment (id VARCHAR(50) PRIMARY KEY, status VARCHAR(10) NOT NULL)");
+            db.execute("INSERT INTO payment VALUES ('pay-1', 'PENDING')");
+            DataSource dataSource = db.dataSource();
+            JdbcStore store =
+                    JdbcStore.builder(dataSource).createTableIfMissing(true).build();
+            List<Message> charges = new ArrayList<>();
+            Gateway gateway = charges::add;
+            Message message = new Message("pay-1", new byte[] {1}, 30, 7);
+            List<Outcome.Type> outcomes = new ArrayList<>();
+            try (Guard guard = Guard.builder(store).namespace("payments").build()) {
+                for (int delivery = 0; delivery < 2; delivery++) {
+                    Outcome outcome = chargeOnce(guard, store, dataSource, gateway, message);
+                    outcomes.add(outcome.type());
+                }
+            }
+            assertThat(outcomes).containsExactly(Outcome.Type.PROCESSED, Outcome.Type.DUPLICATE);
+            assertThat(charges).hasSize(1);
+            try (Connection c = db.connection();
+                    ResultSet rs = c.createStatement().executeQuery("SELECT status FROM payment")) {
+                rs.next();
+                assertThat(rs.getString(1)).isEqualTo("PAID");
+            }
+        }
+        ReadmeSnippets.assertShown(SOURCE, "lease-in-transaction");
+    }
+
+    private static Outcome chargeOnce(
+            Guard guard, JdbcStore store, DataSource dataSource, Gateway gateway, Message message) {
+        // readme:lease-in-transaction begin
+        OwnTransaction tx = OwnTransaction.of(dataSource);
+        Outcome outcome = guard.handle(
+                Delivery.of(message.key()),
+                context -> tx.run(c -> {
+                    gateway.charge(message); // the call elsewhere: one handler at a time per key
+                    try (var paid = c.prepareStatement("UPDATE payment SET status = 'PAID' WHERE id = ?")) {
+                        paid.setString(1, message.key());
+                        paid.executeUpdate(); // your write
+                    }
+                    return store.completeInTransaction(c, context, Outcome.processed()); // last; return it
+                }));
+        // readme:lease-in-transaction end
+        return outcome;
+    }
 }

@@ -231,7 +231,7 @@ public final class Guard implements AutoCloseable {
                 claim.fencingToken(),
                 claim instanceof ClaimResult.TakenOver,
                 retention,
-                watch == null ? () -> {} : watch::close);
+                watch == null ? condition -> {} : watch::pauseWhile);
         Outcome outcome;
         try {
             outcome = Objects.requireNonNull(handler.handle(context), "a handler must return an Outcome, not null");
@@ -317,7 +317,7 @@ public final class Guard implements AutoCloseable {
         warn(IdempotencyEvent.Type.FAIL_OPEN, key, "running the handler WITHOUT a guard: " + e.getMessage());
         try {
             Outcome outcome = handler.handle(new HandlingContext(
-                    key, delivery, index, HandlingContext.UNGUARDED, 0, false, retention, () -> {}));
+                    key, delivery, index, HandlingContext.UNGUARDED, 0, false, retention, condition -> {}));
             return outcome.withReason(outcome.reason() + " (unguarded: store unavailable, fail-open)");
         } catch (Exception ex) {
             return Outcome.ofException(ex);

@@ -2,6 +2,8 @@ package dev.idem;
 
 import java.time.Duration;
 import java.util.Objects;
+import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 
 /**
  * What a handler knows about its claim. Immutable; the guard builds it, handlers only read it.
@@ -31,7 +33,7 @@ public final class HandlingContext {
     private final long fencingToken;
     private final boolean tookOver;
     private final Duration retention;
-    private final Runnable stopLeaseRenewal;
+    private final Consumer<BooleanSupplier> pauseLeaseRenewal;
 
     HandlingContext(
             IdempotencyKey key,
@@ -41,7 +43,7 @@ public final class HandlingContext {
             long fencingToken,
             boolean tookOver,
             Duration retention,
-            Runnable stopLeaseRenewal) {
+            Consumer<BooleanSupplier> pauseLeaseRenewal) {
         this.key = Objects.requireNonNull(key, "key");
         this.delivery = Objects.requireNonNull(delivery, "delivery");
         this.index = index;
@@ -49,7 +51,7 @@ public final class HandlingContext {
         this.fencingToken = fencingToken;
         this.tookOver = tookOver;
         this.retention = Objects.requireNonNull(retention, "retention");
-        this.stopLeaseRenewal = Objects.requireNonNull(stopLeaseRenewal, "stopLeaseRenewal");
+        this.pauseLeaseRenewal = Objects.requireNonNull(pauseLeaseRenewal, "pauseLeaseRenewal");
     }
 
     /**
@@ -58,7 +60,8 @@ public final class HandlingContext {
      */
     public static HandlingContext of(
             IdempotencyKey key, Delivery delivery, int index, String owner, long fencingToken, boolean tookOver) {
-        return new HandlingContext(key, delivery, index, owner, fencingToken, tookOver, DEFAULT_RETENTION, () -> {});
+        return new HandlingContext(
+                key, delivery, index, owner, fencingToken, tookOver, DEFAULT_RETENTION, condition -> {});
     }
 
     public IdempotencyKey key() {
@@ -90,13 +93,15 @@ public final class HandlingContext {
     }
 
     /**
-     * Stops the lease watchdog's renewals of this handling's claim. For a store that has written the claim's
-     * completion in the handler's open transaction (e.g. {@code JdbcStore.completeInTransaction}): that transaction's
-     * lock on the claim now keeps other consumers out until it ends, and a renewal would only meet the lock (or, under
-     * repeatable read, make the completion fail). Idempotent; does nothing outside a guard or without a watchdog.
+     * Pauses the lease watchdog's renewals of this handling's claim while {@code condition} holds (asked when a renewal
+     * falls due; one that throws counts as false). For a store that has written the claim's completion in the
+     * handler's open transaction (e.g. {@code JdbcStore.completeInTransaction}): while that transaction lasts, its lock
+     * on the claim keeps other consumers out and a renewal would only meet the lock (or, under repeatable read, make
+     * the completion fail); once it ends without committing, renewals go on. Does nothing outside a guard or without
+     * a watchdog.
      */
-    public void stopLeaseRenewal() {
-        stopLeaseRenewal.run();
+    public void pauseLeaseRenewalWhile(BooleanSupplier condition) {
+        pauseLeaseRenewal.accept(Objects.requireNonNull(condition, "condition"));
     }
 
     /**

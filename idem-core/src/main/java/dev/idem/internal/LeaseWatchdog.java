@@ -13,6 +13,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -111,7 +112,7 @@ public final class LeaseWatchdog {
             long now = System.nanoTime();
             for (Watch watch : running) {
                 // a failed extension keeps its due time: it is retried at the next sweep, not a third later
-                if (!watch.closed && now - watch.due >= 0 && renew(watch)) {
+                if (!watch.closed && now - watch.due >= 0 && !watch.paused() && renew(watch)) {
                     watch.due = System.nanoTime() + renewEveryNanos;
                 }
             }
@@ -197,11 +198,28 @@ public final class LeaseWatchdog {
         private final String owner;
         private volatile long due;
         private volatile boolean closed;
+        private volatile BooleanSupplier pausedWhile = () -> false;
 
         private Watch(IdempotencyKey key, String owner, long due) {
             this.key = key;
             this.owner = owner;
             this.due = due;
+        }
+
+        /**
+         * Skips the renewals that fall due while {@code condition} holds (each is tried again at the next sweep); a
+         * condition that throws counts as false.
+         */
+        public void pauseWhile(BooleanSupplier condition) {
+            pausedWhile = condition;
+        }
+
+        private boolean paused() {
+            try {
+                return pausedWhile.getAsBoolean();
+            } catch (RuntimeException e) {
+                return false;
+            }
         }
 
         @Override

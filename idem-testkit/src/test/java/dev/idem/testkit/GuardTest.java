@@ -296,15 +296,19 @@ class GuardTest {
         }
     }
 
-    /** A store that wrote the completion in the handler's transaction stops the renewals: its lock keeps others out. */
+    /**
+     * A store that wrote the completion in the handler's transaction pauses the renewals while the transaction holds
+     * the claim's row; they go on once it has ended without committing (the work may run again).
+     */
     @Test
-    void stopLeaseRenewal_endsTheWatchdogsRenewalsOfThatClaim_only() throws Exception {
+    void pauseLeaseRenewalWhile_pausesTheRenewalsOfThatClaimOnly_whileItsConditionHolds() throws Exception {
         try (InMemoryStore realTime = InMemoryStore.create();
                 Guard g = Guard.builder(realTime)
                         .namespace("payments")
                         .lease(Duration.ofMillis(300))
                         .build()) {
-            AtomicBoolean extendedAfterTheStop = new AtomicBoolean(true);
+            AtomicBoolean extendedWhilePaused = new AtomicBoolean(true);
+            AtomicBoolean extendedAfterThePause = new AtomicBoolean();
             AtomicBoolean otherExtended = new AtomicBoolean();
             CountDownLatch stopped = new CountDownLatch(1);
             CompletableFuture<Outcome> other = CompletableFuture.supplyAsync(() -> g.run("pay-2", () -> {
@@ -314,14 +318,20 @@ class GuardTest {
             }));
 
             Outcome outcome = g.handle(Delivery.of("pay-1"), ctx -> {
-                ctx.stopLeaseRenewal();
+                AtomicBoolean transactionOpen = new AtomicBoolean(true);
+                ctx.pauseLeaseRenewalWhile(transactionOpen::get);
                 stopped.countDown();
-                extendedAfterTheStop.set(LeaseWaits.extendedWithin(realTime, ctx.key(), Duration.ofMillis(600)));
+                extendedWhilePaused.set(LeaseWaits.extendedWithin(realTime, ctx.key(), Duration.ofMillis(600)));
+                transactionOpen.set(false);
+                extendedAfterThePause.set(LeaseWaits.extendedWithin(realTime, ctx.key(), Duration.ofSeconds(10)));
                 return Outcome.processed();
             });
 
             assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
-            assertThat(extendedAfterTheStop).as("pay-1 renewed after its stop").isFalse();
+            assertThat(extendedWhilePaused).as("pay-1 renewed while paused").isFalse();
+            assertThat(extendedAfterThePause)
+                    .as("pay-1 renewed after the pause")
+                    .isTrue();
             assertThat(other.get(20, TimeUnit.SECONDS).type()).isEqualTo(Outcome.Type.PROCESSED);
             assertThat(otherExtended).as("pay-2 still renewed").isTrue();
         }

@@ -386,7 +386,8 @@ public final class JdbcStore implements IdempotencyStore {
      * connection to this store's database: the completion commits with the handler's writes, or rolls back with
      * them, and the guard records no completion of its own (one commit fewer per message). The completion locks the
      * claim's row until the transaction ends, so a consumer that takes the claim over meanwhile waits and then finds
-     * it done, and the lease watchdog stops renewing it; a claim already taken over throws instead, so the effect
+     * it done, and the lease watchdog pauses its renewals while the connection is open; a claim already taken over
+     * throws instead, so the effect
      * rolls back rather than apply a second time. Write it last in the transaction (on PostgreSQL under repeatable
      * read or serializable: first, before any other statement), and return what it answers:
      *
@@ -416,12 +417,12 @@ public final class JdbcStore implements IdempotencyStore {
         IdempotencyKey key = context.key();
         String owner = context.owner();
         if (completeIn(connection, context, outcome.result().orElse(null)) == 1) {
-            context.stopLeaseRenewal(); // this transaction holds the claim's row until it ends
+            context.pauseLeaseRenewalWhile(() -> open(connection)); // its transaction holds the claim's row
             return recorded;
         }
         UpdateResult missed = completedAlready(connection, key, owner, now(connection));
         if (missed == UpdateResult.APPLIED) {
-            context.stopLeaseRenewal();
+            context.pauseLeaseRenewalWhile(() -> open(connection));
             return recorded;
         }
         if (missed == UpdateResult.NOT_FOUND
@@ -439,6 +440,18 @@ public final class JdbcStore implements IdempotencyStore {
                         + " another consumer took it over, or it was purged): roll this transaction back, the"
                         + " redelivery finds the claim's state",
                 null);
+    }
+
+    /**
+     * Whether the handler's connection is still open, and so maybe still in the transaction that holds the claim's
+     * row: a pool hands each borrower a connection of its own, closed when given back.
+     */
+    private static boolean open(Connection connection) {
+        try {
+            return !connection.isClosed();
+        } catch (SQLException e) {
+            return false;
+        }
     }
 
     /** The owner-checked completion on the caller's connection: 1 when it changed the claim's row. */

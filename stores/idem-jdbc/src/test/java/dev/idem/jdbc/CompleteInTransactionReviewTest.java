@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.Guard.StoreFailurePolicy;
+import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
 import dev.idem.testkit.TcpProxy;
 import dev.idem.testsupport.TestDatabase;
@@ -20,11 +21,13 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
@@ -315,6 +318,50 @@ class CompleteInTransactionReviewTest {
             return b.toString();
         } catch (SQLException e) {
             return e.toString();
+        }
+    }
+
+    /**
+     * The completion pauses the watchdog's renewals while its transaction holds the claim's row. A transaction that
+     * rolls back after writing it (a deadlock) and runs again must be renewed again: with the renewals stopped for
+     * good, a rerun longer than the lease lost its claim to a takeover (and any call it made elsewhere ran twice).
+     */
+    @Test
+    @Timeout(60)
+    void postgres_aTransactionRunAgainAfterItsCompletionRolledBack_isRenewedAgain() throws Exception {
+        JdbcStore store = JdbcStore.builder(postgres.dataSource())
+                .createTableIfMissing(true)
+                .build();
+        OwnTransaction own = OwnTransaction.of(postgres.dataSource());
+        IdempotencyKey key = IdempotencyKey.of("review-rerun", "pay-rerun");
+        AtomicInteger attempts = new AtomicInteger();
+        AtomicBoolean renewedDuringTheRerun = new AtomicBoolean();
+        try (Guard guard = Guard.builder(store)
+                .namespace("review-rerun")
+                .lease(Duration.ofMillis(600))
+                .build()) {
+            Outcome outcome = guard.handle(
+                    Delivery.of("pay-rerun"),
+                    ctx -> own.run(c -> {
+                        if (attempts.incrementAndGet() == 1) {
+                            store.completeInTransaction(c, ctx, Outcome.processed());
+                            throw new SQLException("deadlock detected", "40P01"); // rolled back, then run again
+                        }
+                        Instant before = store.lookup(key).orElseThrow().expiresAt();
+                        long giveUp = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+                        while (!renewedDuringTheRerun.get() && System.nanoTime() < giveUp) {
+                            Thread.sleep(20);
+                            renewedDuringTheRerun.set(
+                                    store.lookup(key).orElseThrow().expiresAt().isAfter(before));
+                        }
+                        return store.completeInTransaction(c, ctx, Outcome.processed());
+                    }));
+
+            assertThat(outcome.type()).as(outcome.toString()).isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(attempts).hasValue(2);
+            assertThat(renewedDuringTheRerun)
+                    .as("the lease renewed while the rerun ran")
+                    .isTrue();
         }
     }
 }

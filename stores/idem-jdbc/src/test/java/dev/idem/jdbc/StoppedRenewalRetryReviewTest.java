@@ -57,6 +57,7 @@ class StoppedRenewalRetryReviewTest {
             throws Exception {
         postgres.execute("DELETE FROM payment");
         postgres.execute("INSERT INTO payment VALUES ('pay-1', 'PENDING')");
+        postgres.execute("ALTER SEQUENCE commit_attempts RESTART");
         JdbcStore store = JdbcStore.builder(postgres.dataSource())
                 .createTableIfMissing(true)
                 .build();
@@ -96,6 +97,37 @@ class StoppedRenewalRetryReviewTest {
             assertThat(charges)
                     .as("the gateway charges; consumer 1 answered " + firstOutcome + ", the redelivery " + redelivery)
                     .containsExactly("consumer 1");
+        }
+    }
+    /**
+     * The documented example (README, docs/jdbc.md, ReadmeJdbcExampleTest "lease-in-transaction") puts the gateway
+     * call inside OwnTransaction.run, next to the comment "the call elsewhere: one handler at a time per key". A
+     * COMMIT that fails retryably (a serialization failure or deadlock) makes OwnTransaction run the whole work again
+     * in the same handling, so the gateway is charged twice by one consumer, with no redelivery at all.
+     */
+    @Test
+    @Timeout(60)
+    void postgres_theDocumentedExample_chargesOnce_whenItsCommitIsRetried() throws Exception {
+        postgres.execute("DELETE FROM payment");
+        postgres.execute("INSERT INTO payment VALUES ('pay-2', 'PENDING')");
+        postgres.execute("ALTER SEQUENCE commit_attempts RESTART");
+        JdbcStore store = JdbcStore.builder(postgres.dataSource())
+                .createTableIfMissing(true)
+                .build();
+        List<String> charges = new CopyOnWriteArrayList<>();
+        try (Guard guard = Guard.builder(store).namespace("example").build()) {
+            OwnTransaction tx = OwnTransaction.of(postgres.dataSource());
+            Outcome outcome = guard.handle(
+                    Delivery.of("pay-2"),
+                    context -> tx.run(c -> {
+                        charges.add("pay-2"); // gateway.charge(message): the call elsewhere
+                        try (var paid = c.prepareStatement("UPDATE payment SET status = 'PAID' WHERE id = ?")) {
+                            paid.setString(1, "pay-2");
+                            paid.executeUpdate(); // your write
+                        }
+                        return store.completeInTransaction(c, context, Outcome.processed()); // last; return it
+                    }));
+            assertThat(charges).as("gateway charges; the guard answered " + outcome).hasSize(1);
         }
     }
 }

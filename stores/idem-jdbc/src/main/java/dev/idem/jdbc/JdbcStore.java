@@ -287,8 +287,8 @@ public final class JdbcStore implements IdempotencyStore {
      * Claims the keys in one transaction: one statement reads and locks the existing rows in key order, one
      * multi-row insert ({@code RETURNING} on PostgreSQL and MariaDB) claims the free keys in key order, one batch
      * rewrites the rows to take over. Keys that another transaction inserted meanwhile are claimed one by one after
-     * it; when another transaction holds one of the rows (PostgreSQL, MariaDB), every key is, so that the batch never
-     * waits for that row while it holds the others.
+     * it; when another transaction holds one of the rows or is inserting one of the keys (PostgreSQL, MariaDB), every
+     * key is, so that the batch never waits for it while it holds the others.
      */
     @Override
     public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
@@ -333,7 +333,7 @@ public final class JdbcStore implements IdempotencyStore {
             }
             Map<String, Long> tokens;
             try {
-                tokens = sql.insertClaims(c, fresh);
+                tokens = sql.insertClaims(c, fresh, false);
             } catch (SQLException e) {
                 return eachAloneAfter(e, tx, requests.size());
             }

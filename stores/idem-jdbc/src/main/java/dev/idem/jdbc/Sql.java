@@ -7,6 +7,7 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.sql.Types;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -27,6 +28,8 @@ import org.jspecify.annotations.Nullable;
 final class Sql {
     static final String PROCESSING = "PROCESSING";
     static final int RELEASE_LOCK_WAIT_SECONDS = 5;
+    /** How long a PostgreSQL batch claim waits for an id another transaction is inserting or changing. */
+    static final Duration BATCH_LOCK_WAIT = Duration.ofMillis(100);
     /** How long a claim waits for a key's row another transaction holds (and MariaDB's own lock wait). */
     static final int CLAIM_LOCK_WAIT_SECONDS = 10;
     /** The row of an id while the given owner's claim on it runs. */
@@ -325,6 +328,16 @@ final class Sql {
      * is skipped without error. Returns the tokens of the inserted ids.
      */
     Map<String, Long> insertClaims(Connection c, List<NewClaim> claims) throws SQLException {
+        return insertClaims(c, claims, true);
+    }
+
+    /**
+     * {@link #insertClaims(Connection, List)}; without {@code waitForHeldIds}, an id another transaction is inserting
+     * (or changing) fails the insert at once on MariaDB and within {@link #BATCH_LOCK_WAIT} on PostgreSQL, for the
+     * rest of the caller's transaction, instead of waiting up to {@link #CLAIM_LOCK_WAIT_SECONDS}: a batch waits so
+     * while holding the rows it has locked, whose owners' lease renewals then fail.
+     */
+    Map<String, Long> insertClaims(Connection c, List<NewClaim> claims, boolean waitForHeldIds) throws SQLException {
         Map<String, Long> tokens = new HashMap<>();
         if (dialect == Dialect.H2) {
             for (NewClaim claim : claims) {
@@ -346,8 +359,16 @@ final class Sql {
         }
         String tokenExpression =
                 dialect == Dialect.POSTGRESQL ? "nextval('" + sequence + "')" : "NEXTVAL(" + sequence + ")";
+        String noWait = "";
+        if (!waitForHeldIds && dialect == Dialect.POSTGRESQL && !claims.isEmpty()) {
+            try (Statement st = c.createStatement()) {
+                st.execute("SET LOCAL lock_timeout = '" + BATCH_LOCK_WAIT.toMillis() + "ms'");
+            }
+        } else if (!waitForHeldIds && dialect == Dialect.MARIADB) {
+            noWait = "SET STATEMENT innodb_lock_wait_timeout = 0 FOR ";
+        }
         for (List<NewClaim> chunk : chunks(claims)) {
-            String sql = conflictFreeInsertPrefix + table + " (" + COLUMNS + ") VALUES "
+            String sql = noWait + conflictFreeInsertPrefix + table + " (" + COLUMNS + ") VALUES "
                     + String.join(
                             ", ",
                             Collections.nCopies(

@@ -117,7 +117,8 @@ class BatchInsertWaitReviewTest {
                     .count();
 
             assertThat(liveEffects.get())
-                    .as("a-live's external effect; its first handling " + first + ", the batch " + batchOutcomes + ", the redelivery "
+                    .as("a-live's external effect; its first handling " + first + ", the batch " + batchOutcomes
+                            + ", the redelivery "
                             + redeliveryOutcome + "; "
                             + failedExtensions + " failed extensions of a-live")
                     .isEqualTo(1);

@@ -188,16 +188,16 @@ class ReadmeJdbcExampleTest {
             Guard guard, JdbcStore store, DataSource dataSource, Gateway gateway, Message message) {
         // readme:lease-in-transaction begin
         OwnTransaction tx = OwnTransaction.of(dataSource);
-        Outcome outcome = guard.handle(
-                Delivery.of(message.key()),
-                context -> tx.run(c -> {
-                    gateway.charge(message); // the call elsewhere: one handler at a time per key
-                    try (var paid = c.prepareStatement("UPDATE payment SET status = 'PAID' WHERE id = ?")) {
-                        paid.setString(1, message.key());
-                        paid.executeUpdate(); // your write
-                    }
-                    return store.completeInTransaction(c, context, Outcome.processed()); // last; return it
-                }));
+        Outcome outcome = guard.handle(Delivery.of(message.key()), context -> {
+            gateway.charge(message); // the call elsewhere, outside the transaction, which may run again
+            return tx.run(c -> {
+                try (var paid = c.prepareStatement("UPDATE payment SET status = 'PAID' WHERE id = ?")) {
+                    paid.setString(1, message.key());
+                    paid.executeUpdate(); // your write
+                }
+                return store.completeInTransaction(c, context, Outcome.processed()); // last; return it
+            });
+        });
         // readme:lease-in-transaction end
         return outcome;
     }

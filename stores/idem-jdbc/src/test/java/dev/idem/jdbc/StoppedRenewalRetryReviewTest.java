@@ -32,7 +32,8 @@ class StoppedRenewalRetryReviewTest {
     @BeforeAll
     static void open() {
         postgres = TestDatabase.postgres("StoppedRenewalRetryReview");
-        postgres.execute("CREATE TABLE IF NOT EXISTS payment (id VARCHAR(50) PRIMARY KEY, status VARCHAR(10) NOT NULL)");
+        postgres.execute(
+                "CREATE TABLE IF NOT EXISTS payment (id VARCHAR(50) PRIMARY KEY, status VARCHAR(10) NOT NULL)");
         postgres.execute("DROP SEQUENCE IF EXISTS commit_attempts");
         postgres.execute("CREATE SEQUENCE commit_attempts");
         // The first COMMIT that carries a payment update fails as a serialization failure (40001), as SERIALIZABLE
@@ -66,8 +67,10 @@ class StoppedRenewalRetryReviewTest {
         AtomicInteger attempts = new AtomicInteger();
         CountDownLatch retrying = new CountDownLatch(1);
         OwnTransaction tx = OwnTransaction.of(postgres.dataSource());
-        try (Guard consumer1 = Guard.builder(store).namespace("retry").lease(lease).build();
-                Guard consumer2 = Guard.builder(store).namespace("retry").lease(lease).build()) {
+        try (Guard consumer1 =
+                        Guard.builder(store).namespace("retry").lease(lease).build();
+                Guard consumer2 =
+                        Guard.builder(store).namespace("retry").lease(lease).build()) {
             CompletableFuture<Outcome> first =
                     CompletableFuture.supplyAsync(() -> consumer1.handle(Delivery.of("pay-1"), context -> {
                         charges.add("consumer 1"); // the call elsewhere, once per handling
@@ -117,17 +120,19 @@ class StoppedRenewalRetryReviewTest {
         List<String> charges = new CopyOnWriteArrayList<>();
         try (Guard guard = Guard.builder(store).namespace("example").build()) {
             OwnTransaction tx = OwnTransaction.of(postgres.dataSource());
-            Outcome outcome = guard.handle(
-                    Delivery.of("pay-2"),
-                    context -> tx.run(c -> {
-                        charges.add("pay-2"); // gateway.charge(message): the call elsewhere
-                        try (var paid = c.prepareStatement("UPDATE payment SET status = 'PAID' WHERE id = ?")) {
-                            paid.setString(1, "pay-2");
-                            paid.executeUpdate(); // your write
-                        }
-                        return store.completeInTransaction(c, context, Outcome.processed()); // last; return it
-                    }));
-            assertThat(charges).as("gateway charges; the guard answered " + outcome).hasSize(1);
+            Outcome outcome = guard.handle(Delivery.of("pay-2"), context -> {
+                charges.add("pay-2"); // gateway.charge(message): the call elsewhere, now outside the transaction
+                return tx.run(c -> {
+                    try (var paid = c.prepareStatement("UPDATE payment SET status = 'PAID' WHERE id = ?")) {
+                        paid.setString(1, "pay-2");
+                        paid.executeUpdate(); // your write
+                    }
+                    return store.completeInTransaction(c, context, Outcome.processed()); // last; return it
+                });
+            });
+            assertThat(charges)
+                    .as("gateway charges; the guard answered " + outcome)
+                    .hasSize(1);
         }
     }
 }

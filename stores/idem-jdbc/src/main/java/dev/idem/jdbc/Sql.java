@@ -27,15 +27,16 @@ import org.jspecify.annotations.Nullable;
  */
 final class Sql {
     static final String PROCESSING = "PROCESSING";
-    static final int RELEASE_LOCK_WAIT_SECONDS = 5;
-    /** How long a PostgreSQL batch claim waits for an id another transaction is inserting or changing. */
-    static final Duration BATCH_LOCK_WAIT = Duration.ofMillis(100);
-    /** How long a claim waits for a key's row another transaction holds (and MariaDB's own lock wait). */
-    static final int CLAIM_LOCK_WAIT_SECONDS = 10;
+    static final String DONE = "DONE";
     /** The row of an id while the given owner's claim on it runs. */
     private static final String PROCESSING_OF_OWNER = "id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
 
-    static final String DONE = "DONE";
+    /** How long a claim waits for a key's row another transaction holds (and MariaDB's own lock wait). */
+    static final int CLAIM_LOCK_WAIT_SECONDS = 10;
+    /** How long a PostgreSQL batch claim waits for an id another transaction is inserting or changing. */
+    static final Duration BATCH_LOCK_WAIT = Duration.ofMillis(100);
+
+    static final int RELEASE_LOCK_WAIT_SECONDS = 5;
 
     /** Rows per multi-row statement: keeps bind parameters far below every driver's limit. */
     private static final int CHUNK = 500;
@@ -452,7 +453,7 @@ final class Sql {
 
     private String complete(String clock) {
         return "UPDATE " + table + " SET state = '" + DONE + "', expires_at = " + clock + " + ?, completed_at = "
-                + clock + ", result_data = ? WHERE id = ? AND state = '" + PROCESSING + "' AND owner_token = ?";
+                + clock + ", result_data = ? WHERE " + PROCESSING_OF_OWNER;
     }
 
     /**

@@ -9,6 +9,7 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.Completion;
 import dev.idem.spi.IdempotencyStore;
+import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -18,6 +19,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
@@ -188,7 +190,10 @@ public final class Guard implements AutoCloseable {
     private Outcome answerClaim(IdempotencyKey key, Delivery delivery, int index, ClaimResult claim, Handler handler) {
         if (claim instanceof ClaimResult.Acquired acquired) {
             Outcome outcome = runClaimed(key, delivery, index, acquired, handler, null);
-            return completing(outcome, acquired) ? complete(key, acquired.owner(), outcome) : outcome;
+            if (outcome.isFinal() && outcome.completionRecordedFor(acquired.owner())) {
+                return committedCompletion(key, acquired.owner(), outcome);
+            }
+            return outcome.isFinal() ? complete(key, acquired.owner(), outcome) : outcome;
         }
         if (claim instanceof ClaimResult.Done done) {
             if (mismatch(delivery.fingerprint(), done.fingerprint())) {
@@ -200,9 +205,34 @@ public final class Guard implements AutoCloseable {
         return mismatch(delivery.fingerprint(), busy.fingerprint()) ? keyReused(key) : inProgress(busy);
     }
 
-    /** True when the guard records the completion: a final outcome whose transaction did not record it already. */
-    private static boolean completing(Outcome outcome, ClaimResult.Acquired claim) {
-        return outcome.isFinal() && !outcome.completionRecordedFor(claim.owner());
+    /**
+     * A final outcome whose completion the handler's transaction wrote: the guard reads the claim back to learn that
+     * the transaction committed. A transaction manager may roll back at a commit that reports nothing (PostgreSQL after
+     * a statement error the handler caught), and a connection in manual commit that nobody commits loses the
+     * completion: the claim is then still this handling's, and the effect is not applied with it, so the claim is
+     * released and the message retried. A store that cannot answer leaves the outcome as it is, warned.
+     */
+    private Outcome committedCompletion(IdempotencyKey key, String owner, Outcome outcome) {
+        Optional<StoredRecord> record;
+        try {
+            record = afterTheHandler(() -> store.lookup(key));
+        } catch (RuntimeException e) {
+            return completionNotRecorded(key, outcome, e);
+        }
+        if (record.isPresent()
+                && record.get().state() == StoredRecord.State.DONE
+                && record.get().owner().equals(owner)) {
+            return outcome;
+        }
+        if (record.isEmpty() || record.get().state() != StoredRecord.State.PROCESSING) {
+            return completed(key, outcome, UpdateResult.NOT_OWNER);
+        }
+        release(key, owner);
+        String message = "the transaction that wrote the completion did not commit (rolled back at its commit, e.g."
+                + " after a failed statement the handler caught, or never committed: not the transaction of the"
+                + " handler's writes); nothing was completed, retry";
+        warn(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED, key, message);
+        return Outcome.failed(message, null);
     }
 
     private Outcome inProgress(ClaimResult.InProgress busy) {
@@ -535,7 +565,10 @@ public final class Guard implements AutoCloseable {
                 return answerClaim(key(i), deliveries.get(i), i, claim, handler);
             }
             Outcome outcome = runClaimed(key(i), deliveries.get(i), i, acquired, handler, watch);
-            if (completing(outcome, acquired)) {
+            if (outcome.isFinal() && outcome.completionRecordedFor(acquired.owner())) {
+                return committedCompletion(key(i), acquired.owner(), outcome);
+            }
+            if (outcome.isFinal()) {
                 completions.add(
                         Completion.of(key(i), acquired.owner(), outcome.result().orElse(null), retention));
                 completing.add(i);

@@ -7,6 +7,7 @@ import dev.idem.ConfigurationException;
 import dev.idem.DeadLetterException;
 import dev.idem.Delivery;
 import dev.idem.Guard;
+import dev.idem.Handler;
 import dev.idem.HandlingContext;
 import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
@@ -365,35 +366,55 @@ class GuardTest {
     }
 
     /**
-     * A handler whose transaction wrote the completion (a store's in-transaction completion) says so on its outcome:
-     * the guard records no second completion. Here the note is not backed by a write, so the claim stays in
-     * progress: that shows the guard trusted the note instead of completing.
+     * A handler whose transaction wrote the completion (a store's in-transaction completion, written here straight
+     * into the store) says so on its outcome: the guard reads the claim back instead of completing it again.
      */
     @Test
     void anOutcomeNotedAsCompletedForItsClaim_isNotCompletedAgain_singleAndBatch() {
         var counting = new CountingStore(store);
         Guard g = guard(counting).retention(Duration.ofHours(5)).build();
         List<Duration> retentions = new CopyOnWriteArrayList<>();
-
-        Outcome single = g.handle(Delivery.of("pay-1"), ctx -> {
+        Handler completingInItsTransaction = ctx -> {
             retentions.add(ctx.retention());
+            store.complete(ctx.key(), ctx.owner(), null, ctx.retention());
             return Outcome.processed().withCompletionRecorded(ctx);
-        });
+        };
+
+        Outcome single = g.handle(Delivery.of("pay-1"), completingInItsTransaction);
         List<Outcome> batch = g.handleAll(
                 List.of(Delivery.of("pay-2"), Delivery.of("pay-3")),
-                ctx -> ctx.index() == 0 ? Outcome.processed().withCompletionRecorded(ctx) : Outcome.processed());
+                ctx -> ctx.index() == 0 ? completingInItsTransaction.handle(ctx) : Outcome.processed());
 
         assertThat(single.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(batch).extracting(Outcome::type).containsOnly(Outcome.Type.PROCESSED);
-        assertThat(retentions).containsExactly(Duration.ofHours(5));
-        assertThat(state("pay-1")).isEqualTo(StoredRecord.State.PROCESSING);
-        assertThat(state("pay-2")).isEqualTo(StoredRecord.State.PROCESSING);
-        assertThat(state("pay-3")).isEqualTo(StoredRecord.State.DONE);
+        assertThat(retentions).containsExactly(Duration.ofHours(5), Duration.ofHours(5));
+        assertThat(List.of("pay-1", "pay-2", "pay-3"))
+                .allSatisfy(id -> assertThat(state(id)).isEqualTo(StoredRecord.State.DONE));
         assertThat(counting.singleCalls)
                 .as("the single claim, and no completion")
                 .hasValue(1);
-        assertThat(counting.completeAlls).hasValue(1);
+        assertThat(counting.completeAlls).as("pay-3's completion only").hasValue(1);
         assertThat(warnings).isEmpty();
+    }
+
+    /**
+     * Review: a transaction that rolls back at a commit that reports nothing (PostgreSQL after a statement error the
+     * handler caught) took the noted completion with it, and the guard answered PROCESSED for an effect never applied.
+     * It reads the claim back: still in progress, it is released and the message retried.
+     */
+    @Test
+    void anOutcomeNotedAsCompleted_whoseCompletionDidNotCommit_failsAndReleasesTheClaim() {
+        Guard g = guard();
+
+        Outcome outcome =
+                g.handle(Delivery.of("pay-1"), ctx -> Outcome.processed().withCompletionRecorded(ctx));
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.FAILED);
+        assertThat(outcome.reason()).contains("did not commit");
+        assertThat(store.lookup(IdempotencyKey.of("payments", "pay-1"))).isEmpty();
+        assertThat(warnings)
+                .extracting(IdempotencyEvent::type)
+                .containsExactly(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED);
     }
 
     @Test

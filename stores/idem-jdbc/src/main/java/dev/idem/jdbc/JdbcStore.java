@@ -417,12 +417,12 @@ public final class JdbcStore implements IdempotencyStore {
         IdempotencyKey key = context.key();
         String owner = context.owner();
         if (completeIn(connection, context, outcome.result().orElse(null)) == 1) {
-            context.pauseLeaseRenewalWhile(() -> open(connection)); // its transaction holds the claim's row
+            pauseRenewals(connection, context);
             return recorded;
         }
         UpdateResult missed = completedAlready(connection, key, owner, now(connection));
         if (missed == UpdateResult.APPLIED) {
-            context.pauseLeaseRenewalWhile(() -> open(connection));
+            pauseRenewals(connection, context);
             return recorded;
         }
         if (missed == UpdateResult.NOT_FOUND
@@ -443,14 +443,20 @@ public final class JdbcStore implements IdempotencyStore {
     }
 
     /**
-     * Whether the handler's connection is still open, and so maybe still in the transaction that holds the claim's
-     * row: a pool hands each borrower a connection of its own, closed when given back.
+     * Under {@link OwnTransaction}, which ends each attempt's transaction with its connection, the watchdog pauses its
+     * renewals of the claim while that connection is open: its transaction holds the claim's row. Another transaction
+     * manager may retry on the same connection, whose rollback frees the row while it stays open: there the renewals go
+     * on (one that meets the held row fails at once and is retried at the next sweep).
      */
-    private static boolean open(Connection connection) {
-        try {
-            return !connection.isClosed();
-        } catch (SQLException e) {
-            return false;
+    private static void pauseRenewals(Connection connection, HandlingContext context) {
+        if (OwnTransaction.runs(connection)) {
+            context.pauseLeaseRenewalWhile(() -> {
+                try {
+                    return !connection.isClosed();
+                } catch (SQLException e) {
+                    return false;
+                }
+            });
         }
     }
 

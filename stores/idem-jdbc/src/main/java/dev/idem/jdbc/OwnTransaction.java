@@ -84,6 +84,18 @@ public final class OwnTransaction {
         }
     }
 
+    /** The connection this thread's work runs on, while it runs. */
+    private static final ThreadLocal<Connection> RUNNING = new ThreadLocal<>();
+
+    /**
+     * True when {@code connection} is the one an {@code OwnTransaction} handed to the work running on this thread: a
+     * transaction that ends (commit or rollback) before the connection is closed, each attempt on a connection of its
+     * own.
+     */
+    static boolean runs(Connection connection) {
+        return RUNNING.get() == connection;
+    }
+
     /** Marks a transaction to run again; never handed to a caller. */
     private static final Outcome RETRY = Outcome.inProgress("retry", null);
 
@@ -118,15 +130,17 @@ public final class OwnTransaction {
                 tx.guardAgainstSilentRollback();
             }
             Outcome outcome;
+            Connection handed = watched == null ? c : watched.connection();
+            RUNNING.set(handed);
             try {
-                outcome = Objects.requireNonNull(
-                        work.handle(watched == null ? c : watched.connection()),
-                        "the work must return an Outcome, not null");
+                outcome = Objects.requireNonNull(work.handle(handed), "the work must return an Outcome, not null");
             } catch (Exception e) {
                 if (SqlErrors.isDeadlock(e)) {
                     return RETRY;
                 }
                 return SqlErrors.isConnectionLost(e) ? unavailable(e) : Outcome.ofException(e);
+            } finally {
+                RUNNING.remove();
             }
             if (!outcome.isFinal()) {
                 return outcome;

@@ -9,15 +9,16 @@ import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 
 /**
- * A data source that counts the transactions its connections end: each {@link Connection#commit()}, and each
- * statement run in auto-commit mode (which commits alone). Rollbacks are not counted.
+ * A data source that counts the transactions its connections commit: each {@link Connection#commit()}, and each
+ * statement run in auto-commit mode (which commits alone) but a {@code SELECT}, which has nothing to commit.
+ * Rollbacks are not counted.
  */
 final class CommitCounter {
     private final AtomicLong commits = new AtomicLong();
     private final DataSource dataSource;
 
     CommitCounter(DataSource target) {
-        this.dataSource = (DataSource) proxy(DataSource.class, target, null);
+        this.dataSource = (DataSource) proxy(DataSource.class, target, null, "");
     }
 
     DataSource dataSource() {
@@ -28,21 +29,27 @@ final class CommitCounter {
         return commits.get();
     }
 
-    private Object proxy(Class<?> type, Object target, Connection connection) {
+    /** {@code sql}: the text a statement was prepared with ("" for other objects). */
+    private Object proxy(Class<?> type, Object target, Connection connection, String sql) {
         return Proxy.newProxyInstance(
                 CommitCounter.class.getClassLoader(), new Class<?>[] {type}, (self, method, args) -> {
-                    if (ends(method, target, connection, args)) {
+                    String text = args != null && args.length > 0 && args[0] instanceof String given ? given : sql;
+                    if (ends(method, target, connection, args) && !isSelect(text)) {
                         commits.incrementAndGet();
                     }
                     Object result = invoke(method, target, args);
                     if (result instanceof Connection c && method.getName().equals("getConnection")) {
-                        return proxy(Connection.class, c, c);
+                        return proxy(Connection.class, c, c, "");
                     }
                     if (result instanceof Statement s && target instanceof Connection) {
-                        return proxy(statementType(s), s, connection);
+                        return proxy(statementType(s), s, connection, text);
                     }
                     return result;
                 });
+    }
+
+    private static boolean isSelect(String sql) {
+        return sql.stripLeading().regionMatches(true, 0, "SELECT", 0, 6);
     }
 
     /** Whether the call ends a transaction: a commit, auto-commit switched back on, a statement in auto-commit. */

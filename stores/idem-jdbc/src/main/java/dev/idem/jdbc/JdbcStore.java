@@ -384,12 +384,12 @@ public final class JdbcStore implements IdempotencyStore {
     /**
      * Completes the guarded handling {@code context} in the caller's open transaction on {@code connection}, a
      * connection to this store's database: the completion commits with the handler's writes, or rolls back with
-     * them, and the guard records no completion of its own (one commit fewer per message). The completion locks the
-     * claim's row until the transaction ends, so a consumer that takes the claim over meanwhile waits and then finds
-     * it done, and the lease watchdog pauses its renewals while the connection is open; a claim already taken over
-     * throws instead, so the effect
-     * rolls back rather than apply a second time. Write it last in the transaction (on PostgreSQL under repeatable
-     * read or serializable: first, before any other statement), and return what it answers:
+     * them, and the guard records no completion of its own, only reads the claim back to learn that the transaction
+     * committed (one commit fewer per message). The completion locks the claim's row until the transaction ends, so a
+     * consumer that takes the claim over meanwhile waits and then finds it done (under {@link OwnTransaction} the lease
+     * watchdog pauses its renewals meanwhile); a claim already taken over throws instead, so the effect rolls back
+     * rather than apply a second time. Write it last in the transaction (on PostgreSQL under repeatable read or
+     * serializable: first, before any other statement), and return what it answers:
      *
      * <pre>{@code
      * guard.handle(delivery, context -> tx.run(c -> {

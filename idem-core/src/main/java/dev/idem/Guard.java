@@ -206,13 +206,16 @@ public final class Guard implements AutoCloseable {
     }
 
     /**
-     * A final outcome whose completion the handler's transaction wrote: the guard reads the claim back to learn that
-     * the transaction committed. A transaction manager may roll back at a commit that reports nothing (PostgreSQL after
+     * A final outcome whose completion the handler's transaction wrote: unless that transaction answers final only once
+     * committed ({@link Outcome#withCompletionCommitted}), the guard reads the claim back to learn that it committed. A transaction manager may roll back at a commit that reports nothing (PostgreSQL after
      * a statement error the handler caught), and a connection in manual commit that nobody commits loses the
      * completion: the claim is then still this handling's, and the effect is not applied with it, so the claim is
      * released and the message retried. A store that cannot answer leaves the outcome as it is, warned.
      */
     private Outcome committedCompletion(IdempotencyKey key, String owner, Outcome outcome) {
+        if (outcome.completionCommitted()) {
+            return outcome;
+        }
         Optional<StoredRecord> record;
         try {
             record = afterTheHandler(() -> store.lookup(key));

@@ -55,10 +55,13 @@ public final class Outcome {
     private final byte @Nullable [] result;
     private final @Nullable Throwable cause;
     /**
-     * The owner whose claim's completion was written in the transaction that applied this outcome, or null. Not part of
-     * equality: it is bookkeeping between a store and the guard, not what happened to the message.
+     * The owner whose claim's completion was written in the transaction that applied this outcome, or null; and
+     * whether that transaction answers a final outcome only once it has committed. Not part of equality: bookkeeping
+     * between a store and the guard, not what happened to the message.
      */
     private final @Nullable String completedBy;
+
+    private final boolean completionCommitted;
 
     private Outcome(
             Type type,
@@ -66,13 +69,15 @@ public final class Outcome {
             @Nullable Duration retryAfter,
             byte @Nullable [] result,
             @Nullable Throwable cause,
-            @Nullable String completedBy) {
+            @Nullable String completedBy,
+            boolean completionCommitted) {
         this.type = Objects.requireNonNull(type, "type");
         this.reason = Objects.requireNonNull(reason, "reason");
         this.retryAfter = retryAfter;
         this.result = result == null ? null : result.clone();
         this.cause = cause;
         this.completedBy = completedBy;
+        this.completionCommitted = completionCommitted;
     }
 
     private Outcome(
@@ -81,7 +86,7 @@ public final class Outcome {
             @Nullable Duration retryAfter,
             byte @Nullable [] result,
             @Nullable Throwable cause) {
-        this(type, reason, retryAfter, result, cause, null);
+        this(type, reason, retryAfter, result, cause, null, false);
     }
 
     public static Outcome processed() {
@@ -175,28 +180,48 @@ public final class Outcome {
 
     /** The same outcome with another reason. */
     public Outcome withReason(String newReason) {
-        return new Outcome(type, newReason, retryAfter, result, cause, completedBy);
+        return new Outcome(type, newReason, retryAfter, result, cause, completedBy, completionCommitted);
     }
 
     /**
      * This final outcome, noting that the completion of {@code context}'s claim was written in the very transaction
      * that applied it (a store's in-transaction completion, e.g. {@code JdbcStore.completeInTransaction}): the guard
-     * records no completion of its own for that claim. For stores; a handler returns what the store answered. An
-     * outcome noted for another claim's owner changes nothing.
+     * records no completion of its own for that claim, and reads the claim back to learn that the transaction
+     * committed. For stores; a handler returns what the store answered. An outcome noted for another claim's owner
+     * changes nothing.
      *
      * @throws IllegalArgumentException when this outcome is not final: only a final outcome is completed
      */
     public Outcome withCompletionRecorded(HandlingContext context) {
+        return noted(context, false);
+    }
+
+    /**
+     * {@link #withCompletionRecorded}, for a transaction that answers a final outcome only once it has committed (e.g.
+     * {@code OwnTransaction}'s): the guard does not read the claim back.
+     *
+     * @throws IllegalArgumentException when this outcome is not final: only a final outcome is completed
+     */
+    public Outcome withCompletionCommitted(HandlingContext context) {
+        return noted(context, true);
+    }
+
+    private Outcome noted(HandlingContext context, boolean committed) {
         if (!isFinal()) {
             throw new IllegalArgumentException(
                     "only a final outcome (PROCESSED, DUPLICATE) completes a claim, got " + this);
         }
-        return new Outcome(type, reason, retryAfter, result, cause, context.owner());
+        return new Outcome(type, reason, retryAfter, result, cause, context.owner(), committed);
     }
 
     /** True when this outcome's completion was written for {@code owner}'s claim with the effect. */
     boolean completionRecordedFor(String owner) {
         return owner.equals(completedBy);
+    }
+
+    /** True when the completion noted on this outcome is known committed with it (no read-back needed). */
+    boolean completionCommitted() {
+        return completionCommitted;
     }
 
     @Override

@@ -417,6 +417,22 @@ class GuardTest {
                 .containsExactly(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED);
     }
 
+    /** A transaction that answers final only once committed (OwnTransaction's) is trusted: no read-back. */
+    @Test
+    void anOutcomeNotedAsCommittedWithItsCompletion_isTrusted_withoutReadingTheClaimBack() {
+        var counting = new CountingStore(store);
+        Guard g = guard(counting).build();
+
+        Outcome outcome =
+                g.handle(Delivery.of("pay-1"), ctx -> Outcome.processed().withCompletionCommitted(ctx));
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(counting.lookups).as("no read-back").hasValue(0);
+        assertThat(state("pay-1"))
+                .as("the note trusted: no completion of the guard's")
+                .isEqualTo(StoredRecord.State.PROCESSING);
+    }
+
     @Test
     void anOutcomeNotedAsCompletedForAnotherClaim_isCompletedByTheGuard() {
         Guard g = guard();
@@ -489,9 +505,16 @@ class GuardTest {
         final AtomicInteger claimAlls = new AtomicInteger();
         final AtomicInteger completeAlls = new AtomicInteger();
         final AtomicInteger singleCalls = new AtomicInteger();
+        final AtomicInteger lookups = new AtomicInteger();
 
         CountingStore(IdempotencyStore delegate) {
             super(delegate);
+        }
+
+        @Override
+        public java.util.Optional<StoredRecord> lookup(IdempotencyKey key) {
+            lookups.incrementAndGet();
+            return delegate.lookup(key);
         }
 
         @Override

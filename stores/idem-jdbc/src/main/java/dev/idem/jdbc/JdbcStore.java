@@ -384,11 +384,11 @@ public final class JdbcStore implements IdempotencyStore {
     /**
      * Completes the guarded handling {@code context} in the caller's open transaction on {@code connection}, a
      * connection to this store's database: the completion commits with the handler's writes, or rolls back with
-     * them, and the guard records no completion of its own, only reads the claim back to learn that the transaction
-     * committed (one commit fewer per message). The completion locks the claim's row until the transaction ends, so a
-     * consumer that takes the claim over meanwhile waits and then finds it done (under {@link OwnTransaction} the lease
-     * watchdog pauses its renewals meanwhile); a claim already taken over throws instead, so the effect rolls back
-     * rather than apply a second time. Write it last in the transaction (on PostgreSQL under repeatable read or
+     * them, and the guard records no completion of its own (one commit fewer per message); outside {@link
+     * OwnTransaction} it reads the claim back to learn that the transaction committed. The completion locks the
+     * claim's row until the transaction ends, so a consumer that takes the claim over meanwhile waits and then finds it
+     * done (under {@link OwnTransaction} the lease watchdog pauses its renewals meanwhile); a claim already taken over
+     * throws instead, so the effect rolls back rather than apply a second time. Write it last in the transaction (on PostgreSQL under repeatable read or
      * serializable: first, before any other statement), and return what it answers:
      *
      * <pre>{@code
@@ -410,7 +410,11 @@ public final class JdbcStore implements IdempotencyStore {
     public Outcome completeInTransaction(Connection connection, HandlingContext context, Outcome outcome)
             throws SQLException {
         OwnTransaction.requireTransaction(connection, "JdbcStore.completeInTransaction");
-        Outcome recorded = outcome.withCompletionRecorded(context);
+        // OwnTransaction answers a final outcome only once committed; another transaction manager is checked by the
+        // guard
+        Outcome recorded = OwnTransaction.runs(connection)
+                ? outcome.withCompletionCommitted(context)
+                : outcome.withCompletionRecorded(context);
         if (!context.guarded()) {
             return outcome; // fail-open while the store was unreachable: no claim to complete
         }

@@ -76,14 +76,15 @@ class LeaseStoreRoundTripsTest {
     /**
      * Issue 24: a claim completed in the handler's own transaction ({@link JdbcStore#completeInTransaction}) costs two
      * commits per new message, the claim's and the handler's transaction's, against three with a completion of its
-     * own after the transaction. The completion's statement moves into the transaction, and the guard reads the claim
-     * back to learn that the transaction committed: one round trip more, a read that commits nothing.
+     * own after the transaction, and no round trip more: the completion's statement moves into the transaction, which
+     * {@link OwnTransaction} answers final only once committed (another transaction manager costs the guard's read of
+     * the claim after it).
      */
     @ParameterizedTest
     @EnumSource(
             value = Dialect.class,
             names = {"POSTGRESQL", "MARIADB"})
-    void completionInTheHandlersTransaction_savesACommit_forOneReadMore(Dialect dialect) {
+    void completionInTheHandlersTransaction_savesACommit_andNoRoundTripMore(Dialect dialect) {
         TestDatabase db = dialect == Dialect.POSTGRESQL ? postgres : mariadb;
         try (HikariDataSource pool = db.countedPool(true)) {
             CommitCounter counter = new CommitCounter(pool);
@@ -117,7 +118,7 @@ class LeaseStoreRoundTripsTest {
                 assertThat(withinCommits)
                         .as("commits with the completion in the transaction")
                         .isEqualTo(2);
-                assertThat(withinTrips).as("round trips").isEqualTo(apartTrips + 1);
+                assertThat(withinTrips).as("round trips").isLessThanOrEqualTo(apartTrips);
             }
         }
     }

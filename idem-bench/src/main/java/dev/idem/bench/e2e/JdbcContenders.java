@@ -14,6 +14,7 @@ import dev.idem.jdbc.OwnTransaction;
 import dev.idem.jdbc.StateMachineGuard;
 import dev.idem.jdbc.UniqueRowGuard;
 import dev.idem.spi.IdempotencyStore;
+import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -242,54 +243,33 @@ final class JdbcContenders {
     /**
      * Idem's JDBC lease store behind a Guard, its claim completed in the business transaction ({@link
      * JdbcStore#completeInTransaction}): the same business writes as Camel's (the debit and its ledger row), the
-     * completion committed with them. A consumer that dies after the commit leaves its claim done; one that outlives its
-     * lease cannot commit its effect over a consumer that took the claim over.
+     * completion committed with them. A consumer that dies after its commit leaves the claim done; one that outlived its
+     * lease cannot commit over a takeover (the completion finds the claim no longer its own and rolls the effect back).
      */
     static Contender jdbcLease() {
         return new Simple(
                 "idem-jdbc-lease",
                 "Idem JDBC lease store (`Guard` + `JdbcStore`, completed in the business transaction)",
                 env -> {
-                    Bank bank = env.bank();
-                    JdbcStore store = JdbcStore.builder(bank.dataSource())
+                    JdbcStore store = JdbcStore.builder(env.bank().dataSource())
                             .createTableIfMissing(true)
                             .build();
-                    Guard guard = Guard.builder(bank.faults().crashable(store))
-                            .namespace(NAMESPACE)
-                            .lease(env.lease())
-                            .waitForInProgress(Duration.ofSeconds(1))
-                            .build();
-                    OwnTransaction own = OwnTransaction.of(bank.dataSource());
-                    return new Contender.Session() {
-                        @Override
-                        public List<Answer> deliver(List<Delivery> batch) {
-                            Delivery d = batch.get(0);
-                            Outcome outcome = guard.handle(dev.idem.Delivery.of(d.key()), context -> {
-                                Outcome applied = own.run(c -> {
-                                    bank.debit(c, d);
-                                    return store.completeInTransaction(c, context, Outcome.processed());
-                                });
-                                if (applied.type() == Outcome.Type.PROCESSED) {
-                                    bank.crashAfterCommitIfAsked(d);
-                                }
-                                return applied;
-                            });
-                            return List.of(Answer.of(outcome));
-                        }
-
-                        @Override
-                        public void close() {
-                            guard.close();
-                            store.close();
-                        }
-                    };
+                    return leaseSession(env, store, (c, d, context) -> {
+                        env.bank().debit(c, d);
+                        return store.completeInTransaction(c, context, Outcome.processed());
+                    });
                 });
+    }
+
+    /** The business transaction of one delivery under a lease store's claim. */
+    interface LeaseWork {
+        Outcome apply(Connection c, Delivery d, HandlingContext context) throws Exception;
     }
 
     /**
      * A Guard on a lease store around the business transaction; the ledger row, unique per payment, is written first
      * by a {@link UniqueRowGuard}, so a redelivery that takes over the claim of a consumer that died after its commit
-     * finds the effect done. Guard settings: lease from the run, in-progress copies wait up to 1 s.
+     * finds the effect done.
      */
     static Contender.Session leaseSession(Contender.Env env, IdempotencyStore store) {
         Bank bank = env.bank();
@@ -297,6 +277,22 @@ final class JdbcContenders {
                 .table("ledger_unique")
                 .uniqueKey("payment_id")
                 .build();
+        return leaseSession(env, store, (c, d, context) -> {
+            Payment p = d.payment();
+            return ledger.insertOnce(
+                    c, Map.of("payment_id", p.id(), "account_id", p.account(), "amount", p.amount()), c2 -> {
+                        bank.debitAccount(c2, d);
+                        return Outcome.processed();
+                    });
+        });
+    }
+
+    /**
+     * A Guard on a lease store around {@code work}, run in an {@link OwnTransaction}; a crash after the commit is
+     * injected where the run asks for it. Guard settings: lease from the run, in-progress copies wait up to 1 s.
+     */
+    private static Contender.Session leaseSession(Contender.Env env, IdempotencyStore store, LeaseWork work) {
+        Bank bank = env.bank();
         Guard guard = Guard.builder(bank.faults().crashable(store))
                 .namespace(NAMESPACE)
                 .lease(env.lease())
@@ -308,13 +304,8 @@ final class JdbcContenders {
             @Override
             public List<Answer> deliver(List<Delivery> batch) {
                 Delivery d = batch.get(0);
-                Payment p = d.payment();
                 Outcome outcome = guard.handle(dev.idem.Delivery.of(d.key()), context -> {
-                    Outcome applied = own.run(c -> ledger.insertOnce(
-                            c, Map.of("payment_id", p.id(), "account_id", p.account(), "amount", p.amount()), c2 -> {
-                                bank.debitAccount(c2, d);
-                                return Outcome.processed();
-                            }));
+                    Outcome applied = own.run(c -> work.apply(c, d, context));
                     if (applied.type() == Outcome.Type.PROCESSED) {
                         bank.crashAfterCommitIfAsked(d);
                     }

@@ -124,10 +124,7 @@ public final class JdbcStore implements IdempotencyStore {
                             c, List.of(new Sql.NewClaim(id, request.owner(), leaseUntil, request.fingerprint())))
                     .get(id);
         } catch (SQLException e) {
-            if (!SqlErrors.isLockWait(e)) {
-                throw e;
-            }
-            return Optional.of(heldByATransaction(c, request));
+            return Optional.of(heldByATransaction(e, c, request));
         }
         if (token != null) {
             return Optional.of(new ClaimResult.Claimed(request.owner(), token, Instant.ofEpochMilli(leaseUntil)));
@@ -158,10 +155,7 @@ public final class JdbcStore implements IdempotencyStore {
                 if (SqlErrors.isDeadlock(e)) {
                     continue; // a row changed since the statement's snapshot (repeatable read): nothing was written
                 }
-                if (SqlErrors.isLockWait(e)) {
-                    return heldByATransaction(c, request);
-                }
-                throw e;
+                return heldByATransaction(e, c, request);
             }
             Row before = upsert.before();
             Long token = upsert.token();
@@ -186,13 +180,17 @@ public final class JdbcStore implements IdempotencyStore {
     }
 
     /**
-     * The answer to a claim whose key's row another transaction kept locked past {@code Sql.CLAIM_LOCK_WAIT_SECONDS}
+     * The answer to a claim whose statement failed with {@code e}, rethrown unless a lock wait: a key's row another
+     * transaction kept locked past {@code Sql.CLAIM_LOCK_WAIT_SECONDS}
      * (MariaDB's locking read: past the server's {@code innodb_lock_wait_timeout}): a handler's transaction holding
      * its completion, or one whose commit never came back (its session keeps the lock until the server ends it). In
      * progress, as the row last committed says; never a store failure, which a fail-open guard would answer by running
      * the handler unguarded.
      */
-    private ClaimResult heldByATransaction(Connection c, ClaimRequest request) throws SQLException {
+    private ClaimResult heldByATransaction(SQLException e, Connection c, ClaimRequest request) throws SQLException {
+        if (!SqlErrors.isLockWait(e)) {
+            throw e;
+        }
         Row row = sql.select(c, request.key().storageId(), Sql.Lock.NONE);
         return row == null
                 ? new ClaimResult.InProgress(
@@ -222,11 +220,10 @@ public final class JdbcStore implements IdempotencyStore {
             try {
                 row = sql.select(c, id, Sql.Lock.EXCLUSIVE);
             } catch (SQLException e) {
-                if (!SqlErrors.isLockWait(e)) {
-                    throw e;
+                if (SqlErrors.isLockWait(e)) {
+                    tx.rollback(); // the locking read gave up: end its transaction before reading the row as it is
                 }
-                tx.rollback();
-                return heldByATransaction(c, request);
+                return heldByATransaction(e, c, request);
             }
             if (row == null) {
                 Map<String, Long> inserted = sql.insertClaims(

@@ -324,6 +324,12 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
         }
     }
 
+    /** Claims {@code k} for "owner-a" with {@link #LEASE}: the context of that handling. */
+    private HandlingContext claimedByOwnerA(IdempotencyKey k) {
+        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
+        return HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+    }
+
     private Guard guardOf(JdbcStore jdbc) {
         return Guard.builder(jdbc)
                 .namespace(namespace)
@@ -425,8 +431,7 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
         createEffectsTable();
         JdbcStore jdbc = (JdbcStore) store;
         IdempotencyKey k = key("pay-1");
-        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
-        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        HandlingContext context = claimedByOwnerA(k);
         try (OwnedTransaction tx = OwnedTransaction.begin(database(), dialect(), false)) {
             applyEffect(tx.connection(), k);
             jdbc.completeInTransaction(tx.connection(), context, Outcome.processed());
@@ -453,8 +458,7 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
         assumeTrue(dialect() != Dialect.H2, "H2 runs in the JVM: its lock timeout bounds the wait");
         JdbcStore jdbc = (JdbcStore) store;
         IdempotencyKey k = key("pay-1");
-        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
-        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        HandlingContext context = claimedByOwnerA(k);
         try (OwnedTransaction tx = OwnedTransaction.begin(database(), dialect(), false)) {
             jdbc.completeInTransaction(tx.connection(), context, Outcome.processed());
 
@@ -483,8 +487,7 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
         assumeFalse(keepsItsOwnTime(), "the lease must lapse while the transaction is open: the test's clock moves it");
         JdbcStore jdbc = (JdbcStore) store;
         IdempotencyKey k = key("pay-1");
-        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
-        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        HandlingContext context = claimedByOwnerA(k);
         try (OwnedTransaction tx = OwnedTransaction.begin(database(), dialect(), false)) {
             jdbc.completeInTransaction(tx.connection(), context, Outcome.processed());
             advance(LEASE.plusMillis(1));
@@ -502,8 +505,7 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
     void completeInTransaction_onAnAutoCommitConnection_isRefused_andWritesNothing() throws SQLException {
         JdbcStore jdbc = (JdbcStore) store;
         IdempotencyKey k = key("pay-1");
-        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
-        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        HandlingContext context = claimedByOwnerA(k);
 
         try (Connection c = database().getConnection()) {
             c.setAutoCommit(true);
@@ -519,8 +521,7 @@ abstract class JdbcStoreContract extends IdempotencyStoreContract {
     void completeInTransaction_onAConnectionToAnotherDatabase_saysSo() throws SQLException {
         JdbcStore jdbc = (JdbcStore) store;
         IdempotencyKey k = key("pay-1");
-        ClaimResult.Acquired a = (ClaimResult.Acquired) store.claim(ClaimRequest.of(k, "owner-a", LEASE));
-        HandlingContext context = HandlingContext.of(k, Delivery.of("pay-1"), 0, "owner-a", a.fencingToken(), false);
+        HandlingContext context = claimedByOwnerA(k);
         String name = getClass().getSimpleName() + "Other";
         try (TestDatabase other = switch (dialect()) {
             case POSTGRESQL -> TestDatabase.postgres(name);

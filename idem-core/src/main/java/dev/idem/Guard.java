@@ -20,6 +20,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
@@ -288,34 +290,57 @@ public final class Guard implements AutoCloseable {
         return watchdog == null ? null : watchdog.watch(key, owner);
     }
 
+    /**
+     * Records the completion. A store that answers later (it pipelines the completion with the next command) leaves
+     * the outcome as it is: a completion that did not apply is reported to the listener when its answer comes, as
+     * one answered at once is (and noted on the outcome).
+     */
     private Outcome complete(IdempotencyKey key, String owner, Outcome outcome) {
-        UpdateResult done;
+        CompletableFuture<UpdateResult> sent;
         try {
-            done = Objects.requireNonNull(
-                    afterTheHandler(
-                            () -> store.complete(key, owner, outcome.result().orElse(null), retention)),
-                    "the store answered a completion with null");
+            sent = afterTheHandler(() -> Objects.requireNonNull(
+                            store.completeAsync(key, owner, outcome.result().orElse(null), retention),
+                            "the store answered a completion with null"))
+                    .toCompletableFuture();
         } catch (RuntimeException e) {
-            return completionNotRecorded(key, outcome, e);
+            sent = CompletableFuture.failedFuture(e);
         }
-        return completed(key, outcome, done);
+        CompletableFuture<@Nullable String> problem =
+                sent.handle((done, failure) -> completionProblem(key, done, failure));
+        return problem.isDone() ? amended(outcome, problem.join()) : outcome;
     }
 
     private Outcome completed(IdempotencyKey key, Outcome outcome, UpdateResult done) {
-        if (done == UpdateResult.APPLIED) {
-            return outcome;
+        return amended(outcome, completionProblem(key, done, null));
+    }
+
+    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, RuntimeException e) {
+        return amended(outcome, completionProblem(key, null, e));
+    }
+
+    private static Outcome amended(Outcome outcome, @Nullable String problem) {
+        return problem == null ? outcome : outcome.withReason(outcome.reason() + "; " + problem);
+    }
+
+    /** Warns when a completion did not apply and says why; null when it applied. */
+    private @Nullable String completionProblem(
+            IdempotencyKey key, @Nullable UpdateResult done, @Nullable Throwable failure) {
+        if (failure == null && done == UpdateResult.APPLIED) {
+            return null;
+        }
+        if (failure != null || done == null) {
+            Throwable cause =
+                    failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+            String message = "effect applied but its completion was not recorded ("
+                    + (cause == null ? "the store answered a completion with null" : describe(cause))
+                    + "); a redelivery after the lease ends would apply it again";
+            warn(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED, key, message);
+            return message;
         }
         String message = "lease ended before completion (" + done
                 + "): another consumer may also have applied the effect; use a longer lease or keep the watchdog on";
         warn(IdempotencyEvent.Type.LEASE_LOST, key, message);
-        return outcome.withReason(outcome.reason() + "; " + message);
-    }
-
-    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, RuntimeException e) {
-        String message = "effect applied but its completion was not recorded (" + describe(e)
-                + "); a redelivery after the lease ends would apply it again";
-        warn(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED, key, message);
-        return outcome.withReason(outcome.reason() + "; " + message);
+        return message;
     }
 
     private void release(IdempotencyKey key, String owner) {
@@ -336,7 +361,7 @@ public final class Guard implements AutoCloseable {
         return Outcome.inProgress(message, null);
     }
 
-    private static String describe(RuntimeException e) {
+    private static String describe(Throwable e) {
         return e instanceof StoreUnavailableException ? String.valueOf(e.getMessage()) : e.toString();
     }
 

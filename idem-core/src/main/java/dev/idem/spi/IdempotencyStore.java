@@ -8,6 +8,8 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.stream.IntStream;
 import org.jspecify.annotations.Nullable;
 
@@ -66,6 +68,21 @@ public interface IdempotencyStore extends AutoCloseable {
      * the optional small {@code result}.
      */
     UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention);
+
+    /**
+     * Sends {@link #complete} without waiting for the store's answer where the store can: the stage completes when the
+     * answer comes (a failure is a {@link StoreUnavailableException}: the completion's fate is unknown, as for {@link
+     * #complete}). A pipelining store (Redis) answers the caller before its reply, so that the caller's next command
+     * shares the round trip. The default completes at once.
+     */
+    default CompletionStage<UpdateResult> completeAsync(
+            IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
+        try {
+            return CompletableFuture.completedFuture(complete(key, owner, result, retention));
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
 
     /**
      * Completes many claims in one round trip where the store allows it; results come in the order of the

@@ -344,6 +344,27 @@ public abstract class IdempotencyStoreContract {
     }
 
     @Test
+    void completeAsync_answersAsCompleteDoes_andTheClaimIsDoneOnceAnswered() throws Exception {
+        claim("k", "owner-a");
+        claim("other", "owner-a");
+
+        UpdateResult mine = store.completeAsync(key("k"), "owner-a", bytes("receipt"), RETENTION)
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+        UpdateResult notMine = store.completeAsync(key("other"), "owner-b", null, RETENTION)
+                .toCompletableFuture()
+                .get(10, TimeUnit.SECONDS);
+
+        assertThat(mine).isEqualTo(UpdateResult.APPLIED);
+        assertThat(notMine).isEqualTo(UpdateResult.NOT_OWNER);
+        assertThat(claim("k", "owner-b"))
+                .isInstanceOfSatisfying(
+                        ClaimResult.Done.class, d -> assertThat(d.result()).isEqualTo(bytes("receipt")));
+        assertThat(store.lookup(key("other")))
+                .hasValueSatisfying(r -> assertThat(r.state()).isEqualTo(StoredRecord.State.PROCESSING));
+    }
+
+    @Test
     void complete_ofDoneKey_byAnother_isNotOwner_andKeepsFirstResult() {
         claim("k", "owner-a");
         store.complete(key("k"), "owner-a", bytes("first"), RETENTION);

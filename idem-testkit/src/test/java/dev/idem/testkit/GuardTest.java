@@ -27,6 +27,7 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -253,6 +254,36 @@ class GuardTest {
         assertThat(warnings)
                 .extracting(IdempotencyEvent::type)
                 .containsExactly(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED);
+    }
+
+    @Test
+    void aCompletionTheStoreAnswersLater_doesNotHoldTheOutcome_andWhatWentWrongIsWarnedWhenTheAnswerComes() {
+        LaterCompletions later = new LaterCompletions(store);
+        Guard g = guard(later).build();
+
+        Outcome first = g.run("pay-1", () -> {});
+        Outcome second = g.run("pay-2", () -> {});
+        Outcome third = g.run("pay-3", () -> {});
+
+        assertThat(List.of(first, second, third))
+                .allSatisfy(o -> assertThat(o.type()).isEqualTo(Outcome.Type.PROCESSED))
+                .allSatisfy(o -> assertThat(o.reason()).doesNotContain("completion"));
+        assertThat(later.sent).hasSize(3);
+        assertThat(warnings).isEmpty();
+
+        later.sent.get(0).complete(UpdateResult.APPLIED);
+        later.sent.get(1).complete(UpdateResult.NOT_OWNER);
+        later.sent.get(2).completeExceptionally(new StoreUnavailableException("later", "connection reset", null));
+
+        assertThat(warnings)
+                .extracting(IdempotencyEvent::type)
+                .containsExactly(IdempotencyEvent.Type.LEASE_LOST, IdempotencyEvent.Type.COMPLETION_NOT_RECORDED);
+        assertThat(warnings)
+                .extracting(IdempotencyEvent::message)
+                .satisfiesExactly(
+                        m -> assertThat(m).contains("lease ended before completion (NOT_OWNER)"),
+                        m -> assertThat(m)
+                                .contains("completion was not recorded (later unavailable: connection reset"));
     }
 
     @Test
@@ -539,6 +570,23 @@ class GuardTest {
         public UpdateResult complete(IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
             singleCalls.incrementAndGet();
             return delegate.complete(key, owner, result, retention);
+        }
+    }
+
+    /** A store that answers completions later, when the test completes them (as a pipelining store does). */
+    private static final class LaterCompletions extends ForwardingStore {
+        final List<CompletableFuture<UpdateResult>> sent = new CopyOnWriteArrayList<>();
+
+        LaterCompletions(IdempotencyStore delegate) {
+            super(delegate);
+        }
+
+        @Override
+        public CompletionStage<UpdateResult> completeAsync(
+                IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
+            CompletableFuture<UpdateResult> answer = new CompletableFuture<>();
+            sent.add(answer);
+            return answer;
         }
     }
 

@@ -10,6 +10,7 @@ import dev.idem.spi.UpdateResult;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.CompletionStage;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -71,6 +72,13 @@ final class Faults {
                     IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
                 refuseIfDying();
                 return store.complete(key, owner, result, retention);
+            }
+
+            @Override
+            public CompletionStage<UpdateResult> completeAsync(
+                    IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
+                refuseIfDying();
+                return store.completeAsync(key, owner, result, retention);
             }
 
             @Override

@@ -31,6 +31,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -205,6 +207,46 @@ final class RedisLink {
                 return RedisLink.this.await(bySource.get());
             }
         }
+
+        /**
+         * The reply when it comes, without waiting for it (the source re-sent once as by {@link #await()}); a failure
+         * is a {@link StoreUnavailableException}. It completes on the client's I/O thread.
+         */
+        CompletableFuture<T> answer() {
+            CompletableFuture<T> answer = new CompletableFuture<>();
+            future.whenComplete((value, failure) -> {
+                if (failure == null) {
+                    answer.complete(value);
+                } else if (cause(failure) instanceof RedisNoScriptException) {
+                    resend(answer);
+                } else {
+                    answer.completeExceptionally(unavailable(cause(failure)));
+                }
+            });
+            return answer;
+        }
+
+        private void resend(CompletableFuture<T> answer) {
+            try {
+                bySource.get().whenComplete((value, failure) -> {
+                    if (failure == null) {
+                        answer.complete(value);
+                    } else {
+                        answer.completeExceptionally(unavailable(cause(failure)));
+                    }
+                });
+            } catch (RuntimeException e) {
+                answer.completeExceptionally(unavailable(e));
+            }
+        }
+    }
+
+    private static Throwable cause(Throwable failure) {
+        return failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+    }
+
+    private StoreUnavailableException unavailable(Throwable e) {
+        return new StoreUnavailableException(description, e.getClass().getSimpleName() + ": " + e.getMessage(), e);
     }
 
     /** Sends {@code script} now (without waiting, so that several calls share a round trip). */
@@ -236,7 +278,7 @@ final class RedisLink {
             return LettuceFutures.awaitOrCancel(
                     future, Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (RedisException e) {
-            throw new StoreUnavailableException(description, e.getClass().getSimpleName() + ": " + e.getMessage(), e);
+            throw unavailable(e);
         } finally {
             if (interrupted) {
                 Thread.currentThread().interrupt();
@@ -249,7 +291,7 @@ final class RedisLink {
         try {
             return connected().scanTargets().get();
         } catch (RedisException e) {
-            throw new StoreUnavailableException(description, e.getClass().getSimpleName() + ": " + e.getMessage(), e);
+            throw unavailable(e);
         }
     }
 

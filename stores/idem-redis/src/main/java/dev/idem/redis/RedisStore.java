@@ -46,9 +46,13 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 
@@ -118,6 +122,7 @@ public final class RedisStore implements IdempotencyStore {
     private final String description;
     private final Witnesses witnesses = new Witnesses();
     private final ConcurrentHashMap<String, Keys> keysByNamespace = new ConcurrentHashMap<>();
+    private final Set<CompletableFuture<byte[]>> underWay = ConcurrentHashMap.newKeySet();
     private final @Nullable ScheduledThreadPoolExecutor namespaceChecks;
 
     private RedisStore(Builder b, RedisLink.Endpoint endpoint, boolean ownsClient, String description) {
@@ -500,6 +505,21 @@ public final class RedisStore implements IdempotencyStore {
     }
 
     /**
+     * Sends the completion and answers before Redis does: the caller's next command on the store's connection is
+     * queued behind it and shares its round trip (Redis runs one connection's commands in order), so a guard's
+     * completion costs no wait of its own. {@link #close()} waits for the completions still under way.
+     */
+    @Override
+    public CompletionStage<UpdateResult> completeAsync(
+            IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
+        CompletableFuture<byte[]> reply = updateCall(Script.COMPLETE, key, owner, retention, optional(result))
+                .answer();
+        underWay.add(reply);
+        reply.whenComplete((value, failure) -> underWay.remove(reply));
+        return reply.thenApply(value -> UpdateResult.valueOf(text(value)));
+    }
+
+    /**
      * Completes every claim in one round trip: one script per completion, all sent at once (on a Cluster, each to the
      * master of its key). Retried by the same owners after a lost reply, each answers {@link UpdateResult#APPLIED}
      * again.
@@ -570,7 +590,23 @@ public final class RedisStore implements IdempotencyStore {
         if (namespaceChecks != null) {
             namespaceChecks.shutdownNow();
         }
+        awaitCompletionsUnderWay();
         link.close();
+    }
+
+    /** Waits up to the command timeout for the replies of completions sent without waiting. */
+    private void awaitCompletionsUnderWay() {
+        long deadline = System.nanoTime() + commandTimeout.toNanos();
+        for (CompletableFuture<byte[]> reply : List.copyOf(underWay)) {
+            try {
+                reply.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            } catch (ExecutionException | TimeoutException e) {
+                // reported to the caller of completeAsync
+            }
+        }
     }
 
     private static void ensureDistinct(List<ClaimRequest> requests) {

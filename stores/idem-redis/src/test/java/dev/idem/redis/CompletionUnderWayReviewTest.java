@@ -1,0 +1,381 @@
+package dev.idem.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.Guard;
+import dev.idem.IdempotencyEvent;
+import dev.idem.IdempotencyKey;
+import dev.idem.Outcome;
+import dev.idem.spi.ClaimRequest;
+import dev.idem.spi.ClaimResult;
+import dev.idem.testsupport.ChildJvm;
+import dev.idem.testsupport.PrivateServer;
+import dev.idem.testsupport.TestServers;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisCommands;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.output.StatusOutput;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.CommandType;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Review of 2b675dc (a guard's completion on Redis is sent without waiting for its reply). Each test is named after a
+ * defect and says its interleaving; each is red on 2b675dc and green on the synchronous completion it replaced.
+ * The server is the test's own (it is paused), never the shared one.
+ */
+@Timeout(60)
+class CompletionUnderWayReviewTest {
+    private static PrivateServer redis;
+
+    private final String prefix = TestServers.uniquePrefix("UnderWayReview");
+    private final RedisClient admin = RedisClient.create(redis.url());
+    private final StatefulRedisConnection<String, String> adminConnection = admin.connect();
+    private final RedisCommands<String, String> server = adminConnection.sync();
+    private final List<AutoCloseable> closing = new ArrayList<>();
+
+    @TempDir
+    Path tmp;
+
+    @BeforeAll
+    static void startRedis() {
+        redis = PrivateServer.redis();
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        if (redis != null) {
+            redis.close();
+        }
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        client("UNPAUSE");
+        for (int i = closing.size() - 1; i >= 0; i--) {
+            closing.get(i).close();
+        }
+        adminConnection.close();
+        admin.shutdown();
+    }
+
+    // ------------------------------------------------------------------------------------------------ crash windows
+
+    /**
+     * Interleaving: a consumer process claims pay-1, applies the effect, its guard sends COMPLETE and answers
+     * PROCESSED at once; the consumer acks (here: prints ACKED) and is killed with SIGKILL right after the ack, before
+     * Redis ran the COMPLETE (Redis is slow for a moment: CLIENT PAUSE). Redis drops the dead client's command, the
+     * record stays PROCESSING, its lease ends, and the next copy of the message (a producer's resend, which the broker
+     * delivers although the first copy was acked) takes the key over and applies the effect a second time. With the
+     * synchronous completion the consumer could only ack after Redis answered APPLIED, so the copy was a DUPLICATE.
+     */
+    @Test
+    void aConsumerKilledRightAfterItsAck_losesTheCompletion_andTheNextCopyAppliesTheEffectTwice() throws Exception {
+        String key = "pay-1";
+        String effects = "effects:" + prefix + ":" + key;
+        ChildJvm child = ChildJvm.start(
+                "ACKED", AckThenDie.class, tmp.resolve("child.log"), redis.url(), prefix, key, effects, "3000");
+        closing.add(child::kill);
+        assertThat(child.awaitSignal(Duration.ofSeconds(40)))
+                .as("the child acked (see " + tmp.resolve("child.log") + ")")
+                .isTrue();
+        child.kill(); // kill -9 right after the ack: no close, no shutdown hook
+
+        assertThat(server.get(effects))
+                .as("the effect was applied once by the child")
+                .isEqualTo("1");
+        String leftInRedis = server.get(recordKey(key)); // read once the pause is over
+
+        RedisStore store = store(Duration.ofSeconds(10));
+        Guard guard = Guard.builder(store)
+                .namespace("payments")
+                .lease(Duration.ofSeconds(2))
+                .build();
+        Outcome copy = handleUntilNotInProgress(guard, key, () -> server.incr(effects));
+
+        assertThat(server.get(effects))
+                .as("effects applied; the acked message left " + leftInRedis + " in Redis; its copy answered " + copy)
+                .isEqualTo("1");
+        assertThat(copy.type()).isEqualTo(Outcome.Type.DUPLICATE);
+    }
+
+    /** The consumer process of the test above: handles one message, acks, and waits to be killed. */
+    public static final class AckThenDie {
+        public static void main(String[] args) throws Exception {
+            String url = args[0];
+            String prefix = args[1];
+            String key = args[2];
+            String effects = args[3];
+            long pauseMillis = Long.parseLong(args[4]);
+            RedisClient admin = RedisClient.create(url);
+            RedisCommands<String, String> effectsDb = admin.connect().sync();
+            RedisStore store = RedisStore.builder(url)
+                    .prefix(prefix)
+                    .commandTimeout(Duration.ofSeconds(10))
+                    .armingDelay(Duration.ZERO)
+                    .build();
+            Guard guard = Guard.builder(store)
+                    .namespace("payments")
+                    .lease(Duration.ofSeconds(2))
+                    .build();
+            guard.run("warm-up", () -> {}); // scripts loaded, namespace armed
+            Outcome outcome = guard.run(key, () -> {
+                effectsDb.incr(effects); // the effect
+                effectsDb.clientPause(pauseMillis); // Redis is slow for a moment, as the completion is sent
+            });
+            System.out.println("ACKED " + outcome.type() + " " + outcome.reason()); // the broker ack
+            System.out.flush();
+            Thread.sleep(60_000); // killed by the test
+        }
+    }
+
+    // ------------------------------------------------------------------------------------- failure reporting
+
+    /**
+     * Interleaving: the guard's handler runs past its lease and another consumer takes the key over; the handler
+     * returns while Redis is slow (CLIENT PAUSE WRITE); the guard answers PROCESSED and later Redis answers the
+     * COMPLETE with NOT_OWNER. The guard then reports LEASE_LOST from Lettuce's I/O thread; a listener that reads the
+     * store there (to log who holds the key now) waits for a reply only that blocked I/O thread could read, so its
+     * read times out (and every other call on the connection stalls meanwhile). With the synchronous completion the
+     * warning came on the handling thread and the read answered.
+     */
+    @Test
+    void aWarningOnLettucesIoThread_deadlocksAListenerThatReadsTheStore() throws Exception {
+        IdempotencyKey key = IdempotencyKey.of("payments", "pay-1");
+        AtomicReference<RedisStore> storeRef = new AtomicReference<>();
+        AtomicReference<Object> read = new AtomicReference<>();
+        AtomicReference<String> thread = new AtomicReference<>();
+        CountDownLatch told = new CountDownLatch(1);
+        RedisStore store = store(Duration.ofSeconds(2));
+        storeRef.set(store);
+        Guard guard = Guard.builder(store)
+                .namespace("payments")
+                .lease(Duration.ofMillis(500))
+                .watchdog(false)
+                .listener(event -> {
+                    if (event.type() == IdempotencyEvent.Type.LEASE_LOST) {
+                        thread.set(Thread.currentThread().getName());
+                        try {
+                            read.set(storeRef.get().lookup(key));
+                        } catch (RuntimeException e) {
+                            read.set(e);
+                        }
+                        told.countDown();
+                    }
+                })
+                .build();
+        RedisStore other = store(Duration.ofSeconds(2));
+        guard.run("warm-up", () -> {});
+
+        Outcome outcome = guard.run(key.key(), () -> {
+            takeOver(other, key);
+            pause(1_000, "WRITE");
+        });
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(told.await(20, TimeUnit.SECONDS)).isTrue();
+        assertThat(read.get())
+                .as("the listener's store read, on thread " + thread.get())
+                .isInstanceOf(java.util.Optional.class);
+    }
+
+    /**
+     * Interleaving: as above, but the listener is slow (an alert sent over HTTP, say: here it waits on a latch) when
+     * the late LEASE_LOST comes on Lettuce's I/O thread. Meanwhile another consumer thread handles another key: its
+     * claim is sent, Redis answers, but the blocked I/O thread cannot read the answer, so the claim times out and the
+     * message is retried (IN_PROGRESS, "store unavailable"). One slow listener call stops every consumer of the store
+     * for as long as it lasts; with the synchronous completion it delayed only the thread that handled the key.
+     */
+    @Test
+    void aSlowListenerOnALateWarning_stallsEveryConsumerOfTheStore() throws Exception {
+        IdempotencyKey key = IdempotencyKey.of("payments", "pay-1");
+        CountDownLatch inListener = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        RedisStore store = store(Duration.ofSeconds(2));
+        Guard guard = Guard.builder(store)
+                .namespace("payments")
+                .lease(Duration.ofMillis(500))
+                .watchdog(false)
+                .listener(event -> {
+                    if (event.type() == IdempotencyEvent.Type.LEASE_LOST) {
+                        inListener.countDown();
+                        try {
+                            release.await(10, TimeUnit.SECONDS);
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        }
+                    }
+                })
+                .build();
+        RedisStore other = store(Duration.ofSeconds(2));
+        guard.run("warm-up", () -> {});
+        assertThat(guard.run(key.key(), () -> {
+                            takeOver(other, key);
+                            pause(500, "WRITE");
+                        })
+                        .type())
+                .isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(inListener.await(20, TimeUnit.SECONDS)).isTrue();
+
+        Outcome unrelated;
+        try {
+            unrelated = guard.run("pay-2", () -> {});
+        } finally {
+            release.countDown();
+        }
+
+        assertThat(unrelated.type()).as(unrelated.reason()).isEqualTo(Outcome.Type.PROCESSED);
+    }
+
+    /**
+     * Interleaving: a store on the caller's own RedisClient without command timeouts (async commands never time out,
+     * as with {@code TimeoutOptions.create()} and Lettuce 6's defaults) and commandTimeout 500 ms. The guard's
+     * COMPLETE is sent while Redis does not answer (paused longer than the command timeout: a stalled master, a
+     * black-holed network). complete() gave up after the command timeout and reported the completion as not recorded
+     * (the store's promise: every wait longer than the command timeout becomes a StoreUnavailableException);
+     * completeAsync's stage (answer() sets no deadline of its own) stays pending for as long as Redis does not answer,
+     * so the acked message's missing completion is reported to nobody, and the future stays in underWay.
+     */
+    @Test
+    void aCompletionOnACallersClientWithoutCommandTimeouts_isNeverReportedWhileRedisDoesNotAnswer() throws Exception {
+        RedisClient callers = RedisClient.create(redis.url());
+        // A caller's client configured as Lettuce 6 clients were by default: no command timeouts (Lettuce 7's
+        // default, TimeoutOptions.enabled(), times commands out after the connection's timeout)
+        callers.setOptions(
+                ClientOptions.builder().timeoutOptions(TimeoutOptions.create()).build());
+        closing.add(callers::shutdown);
+        RedisStore store = RedisStore.builder(callers)
+                .prefix(prefix)
+                .commandTimeout(Duration.ofMillis(500))
+                .armingDelay(Duration.ZERO)
+                .build();
+        closing.add(store);
+        RecordingListener listener = new RecordingListener();
+        Guard guard = Guard.builder(store)
+                .namespace("payments")
+                .lease(Duration.ofSeconds(30))
+                .listener(listener)
+                .build();
+        assertThat(guard.run("warm-up", () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
+
+        Outcome outcome = guard.run("pay-1", () -> pause(5_000, "ALL")); // longer than the wait below, and short
+        // enough for the UNPAUSE after the test (itself paused)
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+        while (listener.warnings.isEmpty() && System.nanoTime() < deadline) {
+            sleep(50);
+        }
+
+        assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(listener.warnings)
+                .as("warnings 3 s after the guard answered " + outcome + " (command timeout 500 ms)")
+                .extracting(IdempotencyEvent::type)
+                .contains(IdempotencyEvent.Type.COMPLETION_NOT_RECORDED);
+    }
+
+    // ------------------------------------------------------------------------------------------------ ordering
+
+    /**
+     * Interleaving: the server lost its scripts (SCRIPT FLUSH, or a restart with persistence), and another consumer's
+     * claim has loaded the claim script again, not the completion script. The guard handles pay-1: its COMPLETE goes
+     * by SHA and is queued (Redis slow for a moment), the guard answers PROCESSED; a copy of pay-1 comes to the same
+     * consumer, whose claim by SHA is queued behind the COMPLETE. Redis answers the COMPLETE with NOSCRIPT and runs
+     * the claim, which finds the key PROCESSING: the copy answers IN_PROGRESS ("in progress by another consumer")
+     * and is retried; the COMPLETE's source, re-sent from the I/O thread, runs only after. The promise "the key's next
+     * claim runs after the completion on the same connection" does not hold across a NOSCRIPT. With the synchronous
+     * completion the copy found the key DONE.
+     */
+    @Test
+    void aCompletionThatMeetsNoscript_isOvertakenByTheKeysNextClaimOnTheSameConnection() {
+        RedisStore store = store(Duration.ofSeconds(10));
+        Guard guard = Guard.builder(store)
+                .namespace("payments")
+                .lease(Duration.ofSeconds(30))
+                .build();
+        assertThat(guard.run("warm-up", () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
+        server.scriptFlush();
+        RedisStore otherConsumer = store(Duration.ofSeconds(10));
+        otherConsumer.claim(ClaimRequest.of(IdempotencyKey.of("payments", "pay-x"), "owner-x", Duration.ofSeconds(30)));
+
+        Outcome first = guard.run("pay-1", () -> pause(500, "ALL"));
+        Outcome copy = guard.run("pay-1", () -> {});
+
+        assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(copy.type()).as(copy.reason()).isEqualTo(Outcome.Type.DUPLICATE);
+    }
+
+    // ------------------------------------------------------------------------------------------------ helpers
+
+    private RedisStore store(Duration commandTimeout) {
+        RedisStore store = RedisStore.builder(redis.url())
+                .prefix(prefix)
+                .commandTimeout(commandTimeout)
+                .armingDelay(Duration.ZERO)
+                .build();
+        closing.add(store);
+        return store;
+    }
+
+    /** Claims {@code key} as owner-b as soon as its lease ends (a redelivery to another consumer). */
+    private static void takeOver(RedisStore other, IdempotencyKey key) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!(other.claim(ClaimRequest.of(key, "owner-b", Duration.ofSeconds(30)))
+                instanceof ClaimResult.TakenOver)) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no takeover within 10 s");
+            }
+            sleep(50);
+        }
+    }
+
+    /** Handles a copy of {@code key}, again while the key is held (IN_PROGRESS), for at most 15 s. */
+    private static Outcome handleUntilNotInProgress(Guard guard, String key, Runnable effect) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+        while (true) {
+            Outcome o = guard.run(key, effect::run);
+            if (o.type() != Outcome.Type.IN_PROGRESS || System.nanoTime() > deadline) {
+                return o;
+            }
+            sleep(100);
+        }
+    }
+
+    private void pause(long millis, String mode) {
+        client("PAUSE", String.valueOf(millis), mode);
+    }
+
+    private void client(String... args) {
+        server.dispatch(
+                CommandType.CLIENT,
+                new StatusOutput<>(StringCodec.UTF8),
+                new CommandArgs<>(StringCodec.UTF8).addValues(args));
+    }
+
+    private String recordKey(String key) {
+        return "{" + prefix + ":payments}:r:"
+                + IdempotencyKey.of("payments", key).storedKey();
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+}

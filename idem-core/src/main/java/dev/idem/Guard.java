@@ -20,9 +20,14 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -63,6 +68,13 @@ public final class Guard implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Guard.class.getName());
     private static final Duration MIN_POLL = Duration.ofMillis(1);
     private static final Duration MAX_POLL = Duration.ofMillis(200);
+    /** Where a completion answered after the outcome is reported: one daemon thread, started when needed. */
+    private static final Executor LATE_REPORTS =
+            new ThreadPoolExecutor(0, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
+                Thread t = new Thread(task, "idem-guard-late-completions");
+                t.setDaemon(true);
+                return t;
+            });
 
     private final IdempotencyStore store;
     private final String namespace;
@@ -292,8 +304,9 @@ public final class Guard implements AutoCloseable {
 
     /**
      * Records the completion. A store that answers later (it pipelines the completion with the next command) leaves
-     * the outcome as it is: a completion that did not apply is reported to the listener when its answer comes, as
-     * one answered at once is (and noted on the outcome).
+     * the outcome as it is: a completion that did not apply is reported to the listener when its answer comes, on a
+     * thread of the guard's (never the store client's, which a listener may need), as one answered at once is (and
+     * noted on the outcome).
      */
     private Outcome complete(IdempotencyKey key, String owner, Outcome outcome) {
         CompletableFuture<UpdateResult> sent;
@@ -303,18 +316,32 @@ public final class Guard implements AutoCloseable {
                             "the store answered a completion with null"))
                     .toCompletableFuture();
         } catch (RuntimeException e) {
-            sent = CompletableFuture.failedFuture(e);
+            return completionNotRecorded(key, outcome, e);
         }
-        CompletableFuture<@Nullable String> problem =
-                sent.handle((done, failure) -> completionProblem(key, done, failure));
-        return problem.isDone() ? amended(outcome, problem.join()) : outcome;
+        if (!sent.isDone()) {
+            sent.whenComplete((done, failure) -> {
+                if (failure != null || done != UpdateResult.APPLIED) {
+                    LATE_REPORTS.execute(() -> completionProblem(key, done, failure));
+                }
+            });
+            return outcome;
+        }
+        try {
+            UpdateResult done = sent.join();
+            return done == null
+                    ? completionNotRecorded(
+                            key, outcome, new NullPointerException("the store answered a completion with null"))
+                    : completed(key, outcome, done);
+        } catch (CompletionException | CancellationException e) {
+            return completionNotRecorded(key, outcome, e.getCause() != null ? e.getCause() : e);
+        }
     }
 
     private Outcome completed(IdempotencyKey key, Outcome outcome, UpdateResult done) {
         return amended(outcome, completionProblem(key, done, null));
     }
 
-    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, RuntimeException e) {
+    private Outcome completionNotRecorded(IdempotencyKey key, Outcome outcome, Throwable e) {
         return amended(outcome, completionProblem(key, null, e));
     }
 

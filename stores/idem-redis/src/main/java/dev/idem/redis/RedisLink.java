@@ -6,6 +6,7 @@ import io.lettuce.core.ClientOptions;
 import io.lettuce.core.LettuceFutures;
 import io.lettuce.core.MaintNotificationsConfig;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisFuture;
 import io.lettuce.core.RedisNoScriptException;
@@ -209,8 +210,9 @@ final class RedisLink {
         }
 
         /**
-         * The reply when it comes, without waiting for it (the source re-sent once as by {@link #await()}); a failure
-         * is a {@link StoreUnavailableException}. It completes on the client's I/O thread.
+         * The reply when it comes, without waiting for it (the source re-sent once as by {@link #await()}); a failure,
+         * or no reply within the command timeout, is a {@link StoreUnavailableException}. It completes on the
+         * client's I/O thread (a client the store created times its commands out itself; a caller's may not).
          */
         CompletableFuture<T> answer() {
             CompletableFuture<T> answer = new CompletableFuture<>();
@@ -223,7 +225,22 @@ final class RedisLink {
                     answer.completeExceptionally(unavailable(cause(failure)));
                 }
             });
-            return answer;
+            return ownsClient ? answer : withinCommandTimeout(answer);
+        }
+
+        private CompletableFuture<T> withinCommandTimeout(CompletableFuture<T> answer) {
+            CompletableFuture<T> bounded = new CompletableFuture<>();
+            answer.orTimeout(commandTimeout.toNanos(), TimeUnit.NANOSECONDS).whenComplete((value, failure) -> {
+                if (failure == null) {
+                    bounded.complete(value);
+                } else if (failure instanceof TimeoutException) {
+                    bounded.completeExceptionally(
+                            unavailable(new RedisCommandTimeoutException("no reply within " + commandTimeout)));
+                } else {
+                    bounded.completeExceptionally(failure);
+                }
+            });
+            return bounded;
         }
 
         private void resend(CompletableFuture<T> answer) {

@@ -122,7 +122,10 @@ public final class RedisStore implements IdempotencyStore {
     private final String description;
     private final Witnesses witnesses = new Witnesses();
     private final ConcurrentHashMap<String, Keys> keysByNamespace = new ConcurrentHashMap<>();
-    private final Set<CompletableFuture<byte[]>> underWay = ConcurrentHashMap.newKeySet();
+    /** Completions sent and not yet answered, with their keys. */
+    private final ConcurrentHashMap<CompletableFuture<byte[]>, IdempotencyKey> underWay = new ConcurrentHashMap<>();
+
+    private final Thread awaitCompletionsAtExit = new Thread(this::awaitCompletionsUnderWay, "idem-redis-exit");
     private final @Nullable ScheduledThreadPoolExecutor namespaceChecks;
 
     private RedisStore(Builder b, RedisLink.Endpoint endpoint, boolean ownsClient, String description) {
@@ -138,6 +141,7 @@ public final class RedisStore implements IdempotencyStore {
         this.description = description + " prefix '" + b.prefix + "'";
         this.link = new RedisLink(endpoint, ownsClient, b.commandTimeout, this.description);
         this.namespaceChecks = armingDelay.isZero() ? null : startNamespaceChecks();
+        Runtime.getRuntime().addShutdownHook(awaitCompletionsAtExit);
     }
 
     /**
@@ -173,7 +177,27 @@ public final class RedisStore implements IdempotencyStore {
 
     @Override
     public ClaimResult claim(ClaimRequest request) {
-        return claimAll(List.of(request)).get(0);
+        ClaimResult claimed = claimAll(List.of(request)).get(0);
+        if (claimed instanceof ClaimResult.InProgress && awaitCompletionsOf(request.key())) {
+            return claimAll(List.of(request)).get(0);
+        }
+        return claimed;
+    }
+
+    /**
+     * Waits (up to the command timeout) for this store's completions of {@code key} still under way; true if there
+     * were any. A claim queued behind its key's completion finds it done, unless the completion was sent again after
+     * a NOSCRIPT or a Cluster redirection: then the claim, answered "in progress" by this very store, is asked again.
+     */
+    private boolean awaitCompletionsOf(IdempotencyKey key) {
+        List<CompletableFuture<byte[]>> mine = new ArrayList<>();
+        underWay.forEach((reply, completed) -> {
+            if (completed.equals(key)) {
+                mine.add(reply);
+            }
+        });
+        awaitReplies(mine);
+        return !mine.isEmpty();
     }
 
     /**
@@ -514,7 +538,7 @@ public final class RedisStore implements IdempotencyStore {
             IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
         CompletableFuture<byte[]> reply = updateCall(Script.COMPLETE, key, owner, retention, optional(result))
                 .answer();
-        underWay.add(reply);
+        underWay.put(reply, key);
         reply.whenComplete((value, failure) -> underWay.remove(reply));
         return reply.thenApply(value -> UpdateResult.valueOf(text(value)));
     }
@@ -591,13 +615,22 @@ public final class RedisStore implements IdempotencyStore {
             namespaceChecks.shutdownNow();
         }
         awaitCompletionsUnderWay();
+        try {
+            Runtime.getRuntime().removeShutdownHook(awaitCompletionsAtExit);
+        } catch (IllegalStateException exiting) {
+            // the JVM is exiting: the hook runs anyway
+        }
         link.close();
     }
 
     /** Waits up to the command timeout for the replies of completions sent without waiting. */
     private void awaitCompletionsUnderWay() {
+        awaitReplies(List.copyOf(underWay.keySet()));
+    }
+
+    private void awaitReplies(List<CompletableFuture<byte[]>> replies) {
         long deadline = System.nanoTime() + commandTimeout.toNanos();
-        for (CompletableFuture<byte[]> reply : List.copyOf(underWay)) {
+        for (CompletableFuture<byte[]> reply : replies) {
             try {
                 reply.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (InterruptedException e) {

@@ -2,6 +2,7 @@ package dev.idem.testkit;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.idem.ConfigurationException;
 import dev.idem.DeadLetterException;
@@ -275,6 +276,7 @@ class GuardTest {
         later.sent.get(1).complete(UpdateResult.NOT_OWNER);
         later.sent.get(2).completeExceptionally(new StoreUnavailableException("later", "connection reset", null));
 
+        await().atMost(Duration.ofSeconds(10)).until(() -> warnings.size() == 2);
         assertThat(warnings)
                 .extracting(IdempotencyEvent::type)
                 .containsExactly(IdempotencyEvent.Type.LEASE_LOST, IdempotencyEvent.Type.COMPLETION_NOT_RECORDED);

@@ -192,6 +192,7 @@ final class RedisLink {
     final class Call<T> {
         private final Supplier<RedisFuture<T>> bySource;
         private final RedisFuture<T> future;
+        private volatile boolean resent;
 
         Call(RedisFuture<T> future, Supplier<RedisFuture<T>> bySource) {
             this.future = future;
@@ -243,7 +244,13 @@ final class RedisLink {
             return bounded;
         }
 
+        /** True once {@link #answer()} re-sent the source: commands sent after the first may have run before it. */
+        boolean resent() {
+            return resent;
+        }
+
         private void resend(CompletableFuture<T> answer) {
+            resent = true;
             try {
                 bySource.get().whenComplete((value, failure) -> {
                     if (failure == null) {

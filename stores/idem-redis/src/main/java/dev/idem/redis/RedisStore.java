@@ -125,6 +125,9 @@ public final class RedisStore implements IdempotencyStore {
     /** Completions sent and not yet answered, with their keys. */
     private final ConcurrentHashMap<CompletableFuture<byte[]>, IdempotencyKey> underWay = new ConcurrentHashMap<>();
 
+    /** Completions answered after their source was re-sent, by key: the key's next claim may have run before. */
+    private final ConcurrentHashMap<IdempotencyKey, String> resentCompletions = new ConcurrentHashMap<>();
+
     private final Thread awaitCompletionsAtExit = new Thread(this::awaitCompletionsUnderWay, "idem-redis-exit");
     private final @Nullable ScheduledThreadPoolExecutor namespaceChecks;
 
@@ -178,17 +181,23 @@ public final class RedisStore implements IdempotencyStore {
     @Override
     public ClaimResult claim(ClaimRequest request) {
         ClaimResult claimed = claimAll(List.of(request)).get(0);
-        if (claimed instanceof ClaimResult.InProgress && awaitCompletionsOf(request.key())) {
+        if (claimed instanceof ClaimResult.InProgress busy && overtookOwnCompletion(request.key(), busy.owner())) {
             return claimAll(List.of(request)).get(0);
         }
         return claimed;
     }
 
     /**
-     * Waits (up to the command timeout) for this store's completions of {@code key} still under way; true if there
-     * were any. A claim queued behind its key's completion finds it done, unless the completion was sent again after
-     * a NOSCRIPT or a Cluster redirection: then the claim, answered "in progress" by this very store, is asked again.
+     * True when a claim answered "in progress" may have run before this store's own completion of the key, then
+     * awaited: a claim queued behind its key's completion finds it done, unless the completion was sent again after
+     * a NOSCRIPT (the re-sent source runs after the claim). Such a claim is asked again.
      */
+    private boolean overtookOwnCompletion(IdempotencyKey key, String holder) {
+        boolean underWayNow = awaitCompletionsOf(key);
+        return resentCompletions.remove(key, holder) || underWayNow;
+    }
+
+    /** Waits (up to the command timeout) for this store's completions of {@code key} under way; true if any. */
     private boolean awaitCompletionsOf(IdempotencyKey key) {
         List<CompletableFuture<byte[]>> mine = new ArrayList<>();
         underWay.forEach((reply, completed) -> {
@@ -536,10 +545,15 @@ public final class RedisStore implements IdempotencyStore {
     @Override
     public CompletionStage<UpdateResult> completeAsync(
             IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
-        CompletableFuture<byte[]> reply = updateCall(Script.COMPLETE, key, owner, retention, optional(result))
-                .answer();
+        RedisLink.Call<byte[]> call = updateCall(Script.COMPLETE, key, owner, retention, optional(result));
+        CompletableFuture<byte[]> reply = call.answer();
         underWay.put(reply, key);
-        reply.whenComplete((value, failure) -> underWay.remove(reply));
+        reply.whenComplete((value, failure) -> {
+            if (call.resent()) {
+                resentCompletions.put(key, owner);
+            }
+            underWay.remove(reply);
+        });
         return reply.thenApply(value -> UpdateResult.valueOf(text(value)));
     }
 

@@ -20,14 +20,18 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -68,13 +72,14 @@ public final class Guard implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(Guard.class.getName());
     private static final Duration MIN_POLL = Duration.ofMillis(1);
     private static final Duration MAX_POLL = Duration.ofMillis(200);
-    /** Where a completion answered after the outcome is reported: one daemon thread, started when needed. */
-    private static final Executor LATE_REPORTS =
-            new ThreadPoolExecutor(0, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
-                Thread t = new Thread(task, "idem-guard-late-completions");
-                t.setDaemon(true);
-                return t;
-            });
+    /** The longest the JVM's exit waits for completions still under way and their reports. */
+    private static final Duration EXIT_WAIT = Duration.ofSeconds(10);
+    /** Completions answered after their outcome, of every guard, until answered and reported. */
+    private static final Set<CompletableFuture<Void>> LATE_COMPLETIONS = ConcurrentHashMap.newKeySet();
+
+    static {
+        Runtime.getRuntime().addShutdownHook(new Thread(Guard::awaitLateCompletions, "idem-guard-exit"));
+    }
 
     private final IdempotencyStore store;
     private final String namespace;
@@ -85,6 +90,9 @@ public final class Guard implements AutoCloseable {
     private final Duration waitForInProgress;
     private final String source;
     private final @Nullable LeaseWatchdog watchdog;
+    /** Where a completion answered after its outcome is reported: a daemon thread of this guard's, when needed. */
+    private final Executor lateReports;
+
     private volatile boolean closed;
 
     private Guard(Builder b) {
@@ -97,6 +105,11 @@ public final class Guard implements AutoCloseable {
         this.waitForInProgress = b.waitForInProgress;
         this.source = store.describe();
         this.watchdog = b.watchdog ? new LeaseWatchdog(store, source, listener, lease) : null;
+        this.lateReports = new ThreadPoolExecutor(0, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
+            Thread t = new Thread(task, "idem-guard-late-completions " + namespace);
+            t.setDaemon(true);
+            return t;
+        });
     }
 
     /** A guard with every default: 30 s lease, 7 day retention, fail closed, retry in-progress duplicates later. */
@@ -319,9 +332,19 @@ public final class Guard implements AutoCloseable {
             return completionNotRecorded(key, outcome, e);
         }
         if (!sent.isDone()) {
+            CompletableFuture<Void> settled = new CompletableFuture<>();
+            LATE_COMPLETIONS.add(settled);
             sent.whenComplete((done, failure) -> {
-                if (failure != null || done != UpdateResult.APPLIED) {
-                    LATE_REPORTS.execute(() -> completionProblem(key, done, failure));
+                if (failure == null && done == UpdateResult.APPLIED) {
+                    settle(settled);
+                } else {
+                    lateReports.execute(() -> {
+                        try {
+                            completionProblem(key, done, failure);
+                        } finally {
+                            settle(settled);
+                        }
+                    });
                 }
             });
             return outcome;
@@ -334,6 +357,26 @@ public final class Guard implements AutoCloseable {
                     : completed(key, outcome, done);
         } catch (CompletionException | CancellationException e) {
             return completionNotRecorded(key, outcome, e.getCause() != null ? e.getCause() : e);
+        }
+    }
+
+    private static void settle(CompletableFuture<Void> late) {
+        LATE_COMPLETIONS.remove(late);
+        late.complete(null);
+    }
+
+    /** At the JVM's exit: waits (at most {@link #EXIT_WAIT}) for late completions to be answered and reported. */
+    private static void awaitLateCompletions() {
+        long deadline = System.nanoTime() + EXIT_WAIT.toNanos();
+        for (CompletableFuture<Void> late : List.copyOf(LATE_COMPLETIONS)) {
+            try {
+                late.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            } catch (ExecutionException | TimeoutException e) {
+                return;
+            }
         }
     }
 

@@ -37,6 +37,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -57,6 +58,7 @@ final class RedisLink {
     private final Object connectLock = new Object();
     private volatile @Nullable Connected connection;
     private volatile boolean closed;
+    private final AtomicLong resends = new AtomicLong();
 
     /** The client a link connects with: a standalone or Sentinel client, or a Cluster client. */
     sealed interface Endpoint {
@@ -192,7 +194,6 @@ final class RedisLink {
     final class Call<T> {
         private final Supplier<RedisFuture<T>> bySource;
         private final RedisFuture<T> future;
-        private volatile boolean resent;
 
         Call(RedisFuture<T> future, Supplier<RedisFuture<T>> bySource) {
             this.future = future;
@@ -206,6 +207,7 @@ final class RedisLink {
                 if (!(e.getCause() instanceof RedisNoScriptException)) {
                     throw e;
                 }
+                resends.incrementAndGet();
                 return RedisLink.this.await(bySource.get());
             }
         }
@@ -244,13 +246,8 @@ final class RedisLink {
             return bounded;
         }
 
-        /** True once {@link #answer()} re-sent the source: commands sent after the first may have run before it. */
-        boolean resent() {
-            return resent;
-        }
-
         private void resend(CompletableFuture<T> answer) {
-            resent = true;
+            resends.incrementAndGet();
             try {
                 bySource.get().whenComplete((value, failure) -> {
                     if (failure == null) {
@@ -271,6 +268,14 @@ final class RedisLink {
 
     private StoreUnavailableException unavailable(Throwable e) {
         return new StoreUnavailableException(description, e.getClass().getSimpleName() + ": " + e.getMessage(), e);
+    }
+
+    /**
+     * How many scripts were sent again by their source so far: such a script runs after the commands sent meanwhile
+     * on the connection, though it was first sent before them.
+     */
+    long resends() {
+        return resends.get();
     }
 
     /** Sends {@code script} now (without waiting, so that several calls share a round trip). */

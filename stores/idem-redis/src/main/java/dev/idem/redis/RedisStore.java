@@ -122,11 +122,8 @@ public final class RedisStore implements IdempotencyStore {
     private final String description;
     private final Witnesses witnesses = new Witnesses();
     private final ConcurrentHashMap<String, Keys> keysByNamespace = new ConcurrentHashMap<>();
-    /** Completions sent and not yet answered, with their keys. */
-    private final ConcurrentHashMap<CompletableFuture<byte[]>, IdempotencyKey> underWay = new ConcurrentHashMap<>();
-
-    /** Completions answered after their source was re-sent, by key: the key's next claim may have run before. */
-    private final ConcurrentHashMap<IdempotencyKey, String> resentCompletions = new ConcurrentHashMap<>();
+    /** Completions sent and not yet answered. */
+    private final Set<CompletableFuture<byte[]>> underWay = ConcurrentHashMap.newKeySet();
 
     private final Thread awaitCompletionsAtExit = new Thread(this::awaitCompletionsUnderWay, "idem-redis-exit");
     private final @Nullable ScheduledThreadPoolExecutor namespaceChecks;
@@ -180,33 +177,7 @@ public final class RedisStore implements IdempotencyStore {
 
     @Override
     public ClaimResult claim(ClaimRequest request) {
-        ClaimResult claimed = claimAll(List.of(request)).get(0);
-        if (claimed instanceof ClaimResult.InProgress busy && overtookOwnCompletion(request.key(), busy.owner())) {
-            return claimAll(List.of(request)).get(0);
-        }
-        return claimed;
-    }
-
-    /**
-     * True when a claim answered "in progress" may have run before this store's own completion of the key, then
-     * awaited: a claim queued behind its key's completion finds it done, unless the completion was sent again after
-     * a NOSCRIPT (the re-sent source runs after the claim). Such a claim is asked again.
-     */
-    private boolean overtookOwnCompletion(IdempotencyKey key, String holder) {
-        boolean underWayNow = awaitCompletionsOf(key);
-        return resentCompletions.remove(key, holder) || underWayNow;
-    }
-
-    /** Waits (up to the command timeout) for this store's completions of {@code key} under way; true if any. */
-    private boolean awaitCompletionsOf(IdempotencyKey key) {
-        List<CompletableFuture<byte[]>> mine = new ArrayList<>();
-        underWay.forEach((reply, completed) -> {
-            if (completed.equals(key)) {
-                mine.add(reply);
-            }
-        });
-        awaitReplies(mine);
-        return !mine.isEmpty();
+        return claimAll(List.of(request)).get(0);
     }
 
     /**
@@ -217,6 +188,37 @@ public final class RedisStore implements IdempotencyStore {
      */
     @Override
     public List<ClaimResult> claimAll(List<ClaimRequest> requests) {
+        long resendsBefore = link.resends();
+        List<ClaimResult> results = claimEach(requests);
+        return link.resends() == resendsBefore ? results : askAgainIfOvertaken(requests, results);
+    }
+
+    /**
+     * The claims answered "in progress", asked again once the completions under way are answered: a script sent
+     * again by its source (after NOSCRIPT) while these claims were under way runs after them, so a claim may have
+     * found its key still in progress by a completion this store had sent before it.
+     */
+    private List<ClaimResult> askAgainIfOvertaken(List<ClaimRequest> requests, List<ClaimResult> results) {
+        List<Integer> inProgress = new ArrayList<>();
+        for (int i = 0; i < results.size(); i++) {
+            if (results.get(i) instanceof ClaimResult.InProgress) {
+                inProgress.add(i);
+            }
+        }
+        if (inProgress.isEmpty()) {
+            return results;
+        }
+        awaitCompletionsUnderWay();
+        List<ClaimResult> again =
+                claimEach(inProgress.stream().map(requests::get).toList());
+        List<ClaimResult> merged = new ArrayList<>(results);
+        for (int n = 0; n < inProgress.size(); n++) {
+            merged.set(inProgress.get(n), again.get(n));
+        }
+        return merged;
+    }
+
+    private List<ClaimResult> claimEach(List<ClaimRequest> requests) {
         if (requests.isEmpty()) {
             return List.of();
         }
@@ -545,15 +547,10 @@ public final class RedisStore implements IdempotencyStore {
     @Override
     public CompletionStage<UpdateResult> completeAsync(
             IdempotencyKey key, String owner, byte @Nullable [] result, Duration retention) {
-        RedisLink.Call<byte[]> call = updateCall(Script.COMPLETE, key, owner, retention, optional(result));
-        CompletableFuture<byte[]> reply = call.answer();
-        underWay.put(reply, key);
-        reply.whenComplete((value, failure) -> {
-            if (call.resent()) {
-                resentCompletions.put(key, owner);
-            }
-            underWay.remove(reply);
-        });
+        CompletableFuture<byte[]> reply = updateCall(Script.COMPLETE, key, owner, retention, optional(result))
+                .answer();
+        underWay.add(reply);
+        reply.whenComplete((value, failure) -> underWay.remove(reply));
         return reply.thenApply(value -> UpdateResult.valueOf(text(value)));
     }
 
@@ -639,12 +636,8 @@ public final class RedisStore implements IdempotencyStore {
 
     /** Waits up to the command timeout for the replies of completions sent without waiting. */
     private void awaitCompletionsUnderWay() {
-        awaitReplies(List.copyOf(underWay.keySet()));
-    }
-
-    private void awaitReplies(List<CompletableFuture<byte[]>> replies) {
         long deadline = System.nanoTime() + commandTimeout.toNanos();
-        for (CompletableFuture<byte[]> reply : replies) {
+        for (CompletableFuture<byte[]> reply : List.copyOf(underWay)) {
             try {
                 reply.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
             } catch (InterruptedException e) {

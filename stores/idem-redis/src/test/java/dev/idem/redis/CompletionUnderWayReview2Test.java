@@ -19,7 +19,6 @@ import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.output.StatusOutput;
 import io.lettuce.core.protocol.CommandArgs;
 import io.lettuce.core.protocol.CommandType;
-import java.lang.reflect.Field;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,7 +26,6 @@ import java.nio.file.StandardOpenOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -285,37 +283,6 @@ class CompletionUnderWayReview2Test {
 
         assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(copies.get(0).type()).as(copies.get(0).reason()).isEqualTo(Outcome.Type.DUPLICATE);
-    }
-
-    /**
-     * Interleaving: the server loses its scripts (SCRIPT FLUSH; a restart or a failover to a replica does the same)
-     * while a guard handles a message; its COMPLETE goes by SHA, meets NOSCRIPT and is re-sent, and answers APPLIED;
-     * completeAsync records the key in resentCompletions. The entry is removed only by a claim of that key answered
-     * IN_PROGRESS with that owner; a copy that finds the key DONE (the normal case), or no copy at all, leaves it for
-     * the life of the store. Each script loss adds one entry per completion under way at the time: the map grows
-     * without bound over a long-lived consumer's failovers.
-     */
-    @Test
-    void resentCompletions_doNotOutliveTheClaimTheyAreFor() throws Exception {
-        RedisStore store = store(Duration.ofSeconds(10));
-        Guard guard = Guard.builder(store)
-                .namespace("payments")
-                .lease(Duration.ofSeconds(30))
-                .build();
-        assertThat(guard.run("warm-up", () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
-        for (int i = 0; i < 20; i++) {
-            server.scriptFlush();
-            assertThat(guard.run("pay-" + i, () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
-            Outcome copy = guard.run("pay-" + i, () -> {});
-            assertThat(copy.type()).as(copy.reason()).isEqualTo(Outcome.Type.DUPLICATE);
-        }
-
-        Field f = RedisStore.class.getDeclaredField("resentCompletions");
-        f.setAccessible(true);
-        Map<?, ?> resent = (Map<?, ?>) f.get(store);
-        assertThat(resent)
-                .as("re-sent completions still remembered after 20 script losses, every copy answered DUPLICATE")
-                .isEmpty();
     }
 
     // ------------------------------------------------------------------------------------------------ helpers

@@ -10,12 +10,7 @@ import dev.idem.testsupport.TestServers;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.TimeoutOptions;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
-import io.lettuce.core.codec.StringCodec;
-import io.lettuce.core.output.StatusOutput;
-import io.lettuce.core.protocol.CommandArgs;
-import io.lettuce.core.protocol.CommandType;
 import java.time.Duration;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -33,23 +28,20 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(60)
 class CompletionUnderWayHeldUpReviewTest {
     private PrivateServer redis;
-    private RedisClient admin;
-    private StatefulRedisConnection<String, String> adminConnection;
+    private RedisAdmin admin;
     private RedisCommands<String, String> server;
     private final String prefix = TestServers.uniquePrefix("UnderWayHeldUp");
 
     @BeforeEach
     void start() {
         redis = PrivateServer.redis();
-        admin = RedisClient.create(redis.url());
-        adminConnection = admin.connect();
-        server = adminConnection.sync();
+        admin = new RedisAdmin(redis.url());
+        server = admin.commands;
     }
 
     @AfterEach
     void stop() {
-        adminConnection.close();
-        admin.shutdown();
+        admin.close();
         redis.close();
     }
 
@@ -80,7 +72,7 @@ class CompletionUnderWayHeldUpReviewTest {
 
             Outcome first = guard.run("pay-1", () -> {
                 effects.incrementAndGet();
-                client("PAUSE", "3000", "ALL");
+                admin.pause(3000, "ALL");
                 restarter.schedule(redis::restart, 300, TimeUnit.MILLISECONDS);
             });
             assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
@@ -127,7 +119,7 @@ class CompletionUnderWayHeldUpReviewTest {
                     .listener(listener)
                     .build();
             guard.run("warm-up", () -> {});
-            assertThat(guard.run("pay-1", () -> client("PAUSE", "8000", "ALL")).type())
+            assertThat(guard.run("pay-1", () -> admin.pause(8000, "ALL")).type())
                     .isEqualTo(Outcome.Type.PROCESSED);
 
             long start = System.nanoTime();
@@ -147,12 +139,5 @@ class CompletionUnderWayHeldUpReviewTest {
         } finally {
             callers.shutdown();
         }
-    }
-
-    private void client(String... args) {
-        server.dispatch(
-                CommandType.CLIENT,
-                new StatusOutput<>(StringCodec.UTF8),
-                new CommandArgs<>(StringCodec.UTF8).addValues(args));
     }
 }

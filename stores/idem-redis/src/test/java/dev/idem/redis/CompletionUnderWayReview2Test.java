@@ -1,5 +1,7 @@
 package dev.idem.redis;
 
+import static dev.idem.redis.RedisAdmin.sleep;
+import static dev.idem.redis.RedisAdmin.takeOver;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Delivery;
@@ -8,17 +10,11 @@ import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
 import dev.idem.spi.ClaimRequest;
-import dev.idem.spi.ClaimResult;
 import dev.idem.testsupport.ChildJvm;
 import dev.idem.testsupport.PrivateServer;
 import dev.idem.testsupport.TestServers;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
-import io.lettuce.core.codec.StringCodec;
-import io.lettuce.core.output.StatusOutput;
-import io.lettuce.core.protocol.CommandArgs;
-import io.lettuce.core.protocol.CommandType;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -45,9 +41,8 @@ class CompletionUnderWayReview2Test {
     private static PrivateServer redis;
 
     private final String prefix = TestServers.uniquePrefix("UnderWayReview2");
-    private final RedisClient admin = RedisClient.create(redis.url());
-    private final StatefulRedisConnection<String, String> adminConnection = admin.connect();
-    private final RedisCommands<String, String> server = adminConnection.sync();
+    private final RedisAdmin admin = new RedisAdmin(redis.url());
+    private final RedisCommands<String, String> server = admin.commands;
     private final List<AutoCloseable> closing = new ArrayList<>();
 
     @TempDir
@@ -67,12 +62,11 @@ class CompletionUnderWayReview2Test {
 
     @AfterEach
     void closeAll() throws Exception {
-        client("UNPAUSE");
+        admin.unpause();
         for (int i = closing.size() - 1; i >= 0; i--) {
             closing.get(i).close();
         }
-        adminConnection.close();
-        admin.shutdown();
+        admin.close();
     }
 
     // ------------------------------------------------------------------------------------- late reports (fix 1)
@@ -123,7 +117,7 @@ class CompletionUnderWayReview2Test {
             IdempotencyKey a = IdempotencyKey.of("payments", "pay-1");
             assertThat(guardA.run(a.key(), () -> {
                                 takeOver(other, a);
-                                pause(300, "WRITE");
+                                admin.pause(300, "WRITE");
                             })
                             .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
@@ -134,7 +128,7 @@ class CompletionUnderWayReview2Test {
             IdempotencyKey b = IdempotencyKey.of("orders", "order-1");
             assertThat(guardB.run(b.key(), () -> {
                                 takeOver(other, b);
-                                pause(300, "WRITE");
+                                admin.pause(300, "WRITE");
                             })
                             .type())
                     .isEqualTo(Outcome.Type.PROCESSED);
@@ -278,7 +272,7 @@ class CompletionUnderWayReview2Test {
         RedisStore otherConsumer = store(Duration.ofSeconds(10));
         otherConsumer.claim(ClaimRequest.of(IdempotencyKey.of("payments", "pay-x"), "owner-x", Duration.ofSeconds(30)));
 
-        Outcome first = guard.run("pay-1", () -> pause(500, "ALL"));
+        Outcome first = guard.run("pay-1", () -> admin.pause(500, "ALL"));
         List<Outcome> copies = guard.handleAll(List.of(Delivery.of("pay-1")), ctx -> Outcome.processed());
 
         assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
@@ -295,37 +289,5 @@ class CompletionUnderWayReview2Test {
                 .build();
         closing.add(store);
         return store;
-    }
-
-    /** Claims {@code key} as owner-b as soon as its lease ends (a redelivery to another consumer). */
-    static void takeOver(RedisStore other, IdempotencyKey key) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!(other.claim(ClaimRequest.of(key, "owner-b", Duration.ofSeconds(30)))
-                instanceof ClaimResult.TakenOver)) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("no takeover within 10 s");
-            }
-            sleep(50);
-        }
-    }
-
-    private void pause(long millis, String mode) {
-        client("PAUSE", String.valueOf(millis), mode);
-    }
-
-    private void client(String... args) {
-        server.dispatch(
-                CommandType.CLIENT,
-                new StatusOutput<>(StringCodec.UTF8),
-                new CommandArgs<>(StringCodec.UTF8).addValues(args));
-    }
-
-    private static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
     }
 }

@@ -1,5 +1,7 @@
 package dev.idem.redis;
 
+import static dev.idem.redis.RedisAdmin.sleep;
+import static dev.idem.redis.RedisAdmin.takeOver;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Guard;
@@ -7,19 +9,13 @@ import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
 import dev.idem.spi.ClaimRequest;
-import dev.idem.spi.ClaimResult;
 import dev.idem.testsupport.ChildJvm;
 import dev.idem.testsupport.PrivateServer;
 import dev.idem.testsupport.TestServers;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.TimeoutOptions;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
-import io.lettuce.core.codec.StringCodec;
-import io.lettuce.core.output.StatusOutput;
-import io.lettuce.core.protocol.CommandArgs;
-import io.lettuce.core.protocol.CommandType;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -44,9 +40,8 @@ class CompletionUnderWayReviewTest {
     private static PrivateServer redis;
 
     private final String prefix = TestServers.uniquePrefix("UnderWayReview");
-    private final RedisClient admin = RedisClient.create(redis.url());
-    private final StatefulRedisConnection<String, String> adminConnection = admin.connect();
-    private final RedisCommands<String, String> server = adminConnection.sync();
+    private final RedisAdmin admin = new RedisAdmin(redis.url());
+    private final RedisCommands<String, String> server = admin.commands;
     private final List<AutoCloseable> closing = new ArrayList<>();
 
     @TempDir
@@ -66,12 +61,11 @@ class CompletionUnderWayReviewTest {
 
     @AfterEach
     void closeAll() throws Exception {
-        client("UNPAUSE");
+        admin.unpause();
         for (int i = closing.size() - 1; i >= 0; i--) {
             closing.get(i).close();
         }
-        adminConnection.close();
-        admin.shutdown();
+        admin.close();
     }
 
     // ------------------------------------------------------------------------------------------------ crash windows
@@ -102,7 +96,7 @@ class CompletionUnderWayReviewTest {
         assertThat(server.get(effects))
                 .as("the effect was applied once by the child")
                 .isEqualTo("1");
-        String leftInRedis = server.get(recordKey(key));
+        String leftInRedis = server.get(RedisAdmin.recordKey(prefix, "payments", key));
 
         RedisStore store = store(Duration.ofSeconds(10));
         Guard guard = Guard.builder(store)
@@ -187,7 +181,7 @@ class CompletionUnderWayReviewTest {
 
         Outcome outcome = guard.run(key.key(), () -> {
             takeOver(other, key);
-            pause(1_000, "WRITE");
+            admin.pause(1_000, "WRITE");
         });
 
         assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
@@ -229,7 +223,7 @@ class CompletionUnderWayReviewTest {
         guard.run("warm-up", () -> {});
         assertThat(guard.run(key.key(), () -> {
                             takeOver(other, key);
-                            pause(500, "WRITE");
+                            admin.pause(500, "WRITE");
                         })
                         .type())
                 .isEqualTo(Outcome.Type.PROCESSED);
@@ -277,7 +271,7 @@ class CompletionUnderWayReviewTest {
                 .build();
         assertThat(guard.run("warm-up", () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
 
-        Outcome outcome = guard.run("pay-1", () -> pause(5_000, "ALL")); // longer than the wait below, and short
+        Outcome outcome = guard.run("pay-1", () -> admin.pause(5_000, "ALL")); // longer than the wait below, and short
         // enough for the UNPAUSE after the test (itself paused)
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
         while (listener.warnings.isEmpty() && System.nanoTime() < deadline) {
@@ -315,7 +309,7 @@ class CompletionUnderWayReviewTest {
         RedisStore otherConsumer = store(Duration.ofSeconds(10));
         otherConsumer.claim(ClaimRequest.of(IdempotencyKey.of("payments", "pay-x"), "owner-x", Duration.ofSeconds(30)));
 
-        Outcome first = guard.run("pay-1", () -> pause(500, "ALL"));
+        Outcome first = guard.run("pay-1", () -> admin.pause(500, "ALL"));
         Outcome copy = guard.run("pay-1", () -> {});
 
         assertThat(first.type()).isEqualTo(Outcome.Type.PROCESSED);
@@ -333,19 +327,6 @@ class CompletionUnderWayReviewTest {
         closing.add(store);
         return store;
     }
-
-    /** Claims {@code key} as owner-b as soon as its lease ends (a redelivery to another consumer). */
-    private static void takeOver(RedisStore other, IdempotencyKey key) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!(other.claim(ClaimRequest.of(key, "owner-b", Duration.ofSeconds(30)))
-                instanceof ClaimResult.TakenOver)) {
-            if (System.nanoTime() > deadline) {
-                throw new AssertionError("no takeover within 10 s");
-            }
-            sleep(50);
-        }
-    }
-
     /** Handles a copy of {@code key}, again while the key is held (IN_PROGRESS), for at most 15 s. */
     private static Outcome handleUntilNotInProgress(Guard guard, String key, Runnable effect) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
@@ -355,31 +336,6 @@ class CompletionUnderWayReviewTest {
                 return o;
             }
             sleep(100);
-        }
-    }
-
-    private void pause(long millis, String mode) {
-        client("PAUSE", String.valueOf(millis), mode);
-    }
-
-    private void client(String... args) {
-        server.dispatch(
-                CommandType.CLIENT,
-                new StatusOutput<>(StringCodec.UTF8),
-                new CommandArgs<>(StringCodec.UTF8).addValues(args));
-    }
-
-    private String recordKey(String key) {
-        return "{" + prefix + ":payments}:r:"
-                + IdempotencyKey.of("payments", key).storedKey();
-    }
-
-    private static void sleep(long millis) {
-        try {
-            Thread.sleep(millis);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
         }
     }
 }

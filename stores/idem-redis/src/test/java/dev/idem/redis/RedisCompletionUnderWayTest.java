@@ -12,13 +12,7 @@ import dev.idem.spi.ClaimResult;
 import dev.idem.spi.UpdateResult;
 import dev.idem.testsupport.PrivateServer;
 import dev.idem.testsupport.TestServers;
-import io.lettuce.core.RedisClient;
-import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisCommands;
-import io.lettuce.core.codec.StringCodec;
-import io.lettuce.core.output.StatusOutput;
-import io.lettuce.core.protocol.CommandArgs;
-import io.lettuce.core.protocol.CommandType;
 import java.time.Duration;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -40,9 +34,8 @@ class RedisCompletionUnderWayTest {
     private static PrivateServer redis;
 
     private final String prefix = TestServers.uniquePrefix("UnderWay");
-    private final RedisClient admin = RedisClient.create(redis.url());
-    private final StatefulRedisConnection<String, String> adminConnection = admin.connect();
-    private final RedisCommands<String, String> server = adminConnection.sync();
+    private final RedisAdmin admin = new RedisAdmin(redis.url());
+    private final RedisCommands<String, String> server = admin.commands;
     private final RedisStore store = RedisStore.builder(redis.url())
             .prefix(prefix)
             .commandTimeout(Duration.ofSeconds(10))
@@ -67,11 +60,10 @@ class RedisCompletionUnderWayTest {
 
     @AfterEach
     void closeAll() {
-        client("UNPAUSE");
+        admin.unpause();
         guard.close();
         store.close();
-        adminConnection.close();
-        admin.shutdown();
+        admin.close();
     }
 
     @Test
@@ -81,25 +73,27 @@ class RedisCompletionUnderWayTest {
         Outcome outcome = guard.run("pay-1", this::pauseWrites);
 
         assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(server.get(recordKey("pay-1")))
+        assertThat(server.get(RedisAdmin.recordKey(prefix, "payments", "pay-1")))
                 .as("the guard answered while its completion waited for the paused server")
                 .startsWith("P|");
         assertThat(guard.run("pay-1", () -> {}).type())
                 .as("the key's next claim runs after the completion on the same connection")
                 .isEqualTo(Outcome.Type.DUPLICATE);
-        assertThat(server.get(recordKey("pay-1"))).startsWith("D|");
+        assertThat(server.get(RedisAdmin.recordKey(prefix, "payments", "pay-1")))
+                .startsWith("D|");
     }
 
     @Test
     void close_waitsForTheCompletionsStillUnderWay() {
         assertThat(guard.run("pay-0", () -> {}).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(guard.run("pay-1", this::pauseWrites).type()).isEqualTo(Outcome.Type.PROCESSED);
-        assertThat(server.get(recordKey("pay-1"))).startsWith("P|");
+        assertThat(server.get(RedisAdmin.recordKey(prefix, "payments", "pay-1")))
+                .startsWith("P|");
 
         guard.close();
         store.close();
 
-        assertThat(server.get(recordKey("pay-1")))
+        assertThat(server.get(RedisAdmin.recordKey(prefix, "payments", "pay-1")))
                 .as("closed only once its completion was recorded")
                 .startsWith("D|");
     }
@@ -116,13 +110,14 @@ class RedisCompletionUnderWayTest {
                 .get(10, TimeUnit.SECONDS);
 
         assertThat(done).isEqualTo(UpdateResult.APPLIED);
-        assertThat(server.get(recordKey("pay-1"))).startsWith("D|");
+        assertThat(server.get(RedisAdmin.recordKey(prefix, "payments", "pay-1")))
+                .startsWith("D|");
     }
 
     @Test
     void aCompletionRedisRefuses_failsItsStage_asTheStoreBeingUnavailable() {
         IdempotencyKey key = IdempotencyKey.of("payments", "pay-1");
-        server.rpush(recordKey("pay-1"), "not a record");
+        server.rpush(RedisAdmin.recordKey(prefix, "payments", "pay-1"), "not a record");
 
         assertThatThrownBy(() -> store.completeAsync(key, "owner-a", null, Duration.ofHours(1))
                         .toCompletableFuture()
@@ -134,18 +129,6 @@ class RedisCompletionUnderWayTest {
     }
 
     private void pauseWrites() {
-        client("PAUSE", String.valueOf(PAUSE_MILLIS), "WRITE");
-    }
-
-    private void client(String... args) {
-        server.dispatch(
-                CommandType.CLIENT,
-                new StatusOutput<>(StringCodec.UTF8),
-                new CommandArgs<>(StringCodec.UTF8).addValues(args));
-    }
-
-    private String recordKey(String key) {
-        return "{" + prefix + ":payments}:r:"
-                + IdempotencyKey.of("payments", key).storedKey();
+        admin.pause(PAUSE_MILLIS, "WRITE");
     }
 }

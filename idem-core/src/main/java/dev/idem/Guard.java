@@ -78,7 +78,11 @@ public final class Guard implements AutoCloseable {
     private static final Set<CompletableFuture<Void>> LATE_COMPLETIONS = ConcurrentHashMap.newKeySet();
 
     static {
-        Runtime.getRuntime().addShutdownHook(new Thread(Guard::awaitLateCompletions, "idem-guard-exit"));
+        try {
+            Runtime.getRuntime().addShutdownHook(new Thread(Guard::awaitLateCompletions, "idem-guard-exit"));
+        } catch (IllegalStateException exiting) {
+            // first used inside a shutdown hook: whoever handles then waits for what it sends
+        }
     }
 
     private final IdempotencyStore store;

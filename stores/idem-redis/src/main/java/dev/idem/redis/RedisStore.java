@@ -141,7 +141,11 @@ public final class RedisStore implements IdempotencyStore {
         this.description = description + " prefix '" + b.prefix + "'";
         this.link = new RedisLink(endpoint, ownsClient, b.commandTimeout, this.description);
         this.namespaceChecks = armingDelay.isZero() ? null : startNamespaceChecks();
-        Runtime.getRuntime().addShutdownHook(awaitCompletionsAtExit);
+        try {
+            Runtime.getRuntime().addShutdownHook(awaitCompletionsAtExit);
+        } catch (IllegalStateException exiting) {
+            // built inside a shutdown hook: close() is what waits for its completions then
+        }
     }
 
     /**

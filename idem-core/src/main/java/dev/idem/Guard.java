@@ -5,6 +5,7 @@ import dev.idem.internal.LeaseBounds;
 import dev.idem.internal.LeaseWatchdog;
 import dev.idem.internal.SafeListener;
 import dev.idem.internal.Timestamps;
+import dev.idem.internal.UnderWay;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.Completion;
@@ -25,13 +26,11 @@ import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.function.Supplier;
 import org.jspecify.annotations.Nullable;
 
@@ -78,11 +77,8 @@ public final class Guard implements AutoCloseable {
     private static final Set<CompletableFuture<Void>> LATE_COMPLETIONS = ConcurrentHashMap.newKeySet();
 
     static {
-        try {
-            Runtime.getRuntime().addShutdownHook(new Thread(Guard::awaitLateCompletions, "idem-guard-exit"));
-        } catch (IllegalStateException exiting) {
-            // first used inside a shutdown hook: whoever handles then waits for what it sends
-        }
+        UnderWay.awaitAtExit(
+                new Thread(() -> UnderWay.awaitAll(List.copyOf(LATE_COMPLETIONS), EXIT_WAIT), "idem-guard-exit"));
     }
 
     private final IdempotencyStore store;
@@ -360,28 +356,13 @@ public final class Guard implements AutoCloseable {
                             key, outcome, new NullPointerException("the store answered a completion with null"))
                     : completed(key, outcome, done);
         } catch (CompletionException | CancellationException e) {
-            return completionNotRecorded(key, outcome, e.getCause() != null ? e.getCause() : e);
+            return completionNotRecorded(key, outcome, e);
         }
     }
 
     private static void settle(CompletableFuture<Void> late) {
         LATE_COMPLETIONS.remove(late);
         late.complete(null);
-    }
-
-    /** At the JVM's exit: waits (at most {@link #EXIT_WAIT}) for late completions to be answered and reported. */
-    private static void awaitLateCompletions() {
-        long deadline = System.nanoTime() + EXIT_WAIT.toNanos();
-        for (CompletableFuture<Void> late : List.copyOf(LATE_COMPLETIONS)) {
-            try {
-                late.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            } catch (ExecutionException | TimeoutException e) {
-                return;
-            }
-        }
     }
 
     private Outcome completed(IdempotencyKey key, Outcome outcome, UpdateResult done) {

@@ -220,12 +220,10 @@ final class RedisLink {
         CompletableFuture<T> answer() {
             CompletableFuture<T> answer = new CompletableFuture<>();
             future.whenComplete((value, failure) -> {
-                if (failure == null) {
-                    answer.complete(value);
-                } else if (cause(failure) instanceof RedisNoScriptException) {
+                if (failure != null && cause(failure) instanceof RedisNoScriptException) {
                     resend(answer);
                 } else {
-                    answer.completeExceptionally(unavailable(cause(failure)));
+                    settle(answer, value, failure);
                 }
             });
             return ownsClient ? answer : withinCommandTimeout(answer);
@@ -249,16 +247,18 @@ final class RedisLink {
         private void resend(CompletableFuture<T> answer) {
             resends.incrementAndGet();
             try {
-                bySource.get().whenComplete((value, failure) -> {
-                    if (failure == null) {
-                        answer.complete(value);
-                    } else {
-                        answer.completeExceptionally(unavailable(cause(failure)));
-                    }
-                });
+                bySource.get().whenComplete((value, failure) -> settle(answer, value, failure));
             } catch (RuntimeException e) {
                 answer.completeExceptionally(unavailable(e));
             }
+        }
+    }
+
+    private <T> void settle(CompletableFuture<T> answer, @Nullable T value, @Nullable Throwable failure) {
+        if (failure == null) {
+            answer.complete(value);
+        } else {
+            answer.completeExceptionally(unavailable(cause(failure)));
         }
     }
 

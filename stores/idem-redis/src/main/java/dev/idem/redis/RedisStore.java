@@ -17,6 +17,7 @@ import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.StoreUnavailableException;
 import dev.idem.internal.SafeListener;
+import dev.idem.internal.UnderWay;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.Completion;
@@ -49,10 +50,8 @@ import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.regex.Pattern;
 import org.jspecify.annotations.Nullable;
 
@@ -141,11 +140,7 @@ public final class RedisStore implements IdempotencyStore {
         this.description = description + " prefix '" + b.prefix + "'";
         this.link = new RedisLink(endpoint, ownsClient, b.commandTimeout, this.description);
         this.namespaceChecks = armingDelay.isZero() ? null : startNamespaceChecks();
-        try {
-            Runtime.getRuntime().addShutdownHook(awaitCompletionsAtExit);
-        } catch (IllegalStateException exiting) {
-            // built inside a shutdown hook: close() is what waits for its completions then
-        }
+        UnderWay.awaitAtExit(awaitCompletionsAtExit);
     }
 
     /**
@@ -630,27 +625,13 @@ public final class RedisStore implements IdempotencyStore {
             namespaceChecks.shutdownNow();
         }
         awaitCompletionsUnderWay();
-        try {
-            Runtime.getRuntime().removeShutdownHook(awaitCompletionsAtExit);
-        } catch (IllegalStateException exiting) {
-            // the JVM is exiting: the hook runs anyway
-        }
+        UnderWay.stopAwaitingAtExit(awaitCompletionsAtExit);
         link.close();
     }
 
     /** Waits up to the command timeout for the replies of completions sent without waiting. */
     private void awaitCompletionsUnderWay() {
-        long deadline = System.nanoTime() + commandTimeout.toNanos();
-        for (CompletableFuture<byte[]> reply : List.copyOf(underWay)) {
-            try {
-                reply.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
-            } catch (ExecutionException | TimeoutException e) {
-                // reported to the caller of completeAsync
-            }
-        }
+        UnderWay.awaitAll(List.copyOf(underWay), commandTimeout);
     }
 
     private static void ensureDistinct(List<ClaimRequest> requests) {

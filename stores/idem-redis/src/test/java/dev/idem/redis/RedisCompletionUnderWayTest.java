@@ -10,17 +10,15 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.UpdateResult;
-import dev.idem.testsupport.PrivateServer;
 import dev.idem.testsupport.TestServers;
 import io.lettuce.core.api.sync.RedisCommands;
 import java.time.Duration;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * A guard's completion on Redis is sent without waiting for its reply (the next command on the connection shares the
@@ -31,7 +29,8 @@ import org.junit.jupiter.api.Timeout;
 class RedisCompletionUnderWayTest {
     private static final long PAUSE_MILLIS = 3_000;
 
-    private static PrivateServer redis;
+    @RegisterExtension
+    static final PrivateRedis redis = new PrivateRedis();
 
     private final String prefix = TestServers.uniquePrefix("UnderWay");
     private final RedisAdmin admin = new RedisAdmin(redis.url());
@@ -45,18 +44,6 @@ class RedisCompletionUnderWayTest {
             .namespace("payments")
             .lease(Duration.ofSeconds(30))
             .build();
-
-    @BeforeAll
-    static void startRedis() {
-        redis = PrivateServer.redis();
-    }
-
-    @AfterAll
-    static void stopRedis() {
-        if (redis != null) {
-            redis.close();
-        }
-    }
 
     @AfterEach
     void closeAll() {

@@ -7,7 +7,6 @@ import dev.idem.Guard;
 import dev.idem.IdempotencyKey;
 import dev.idem.Outcome;
 import dev.idem.spi.StoredRecord;
-import dev.idem.testsupport.PrivateServer;
 import dev.idem.testsupport.TestServers;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -16,10 +15,9 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * An interrupt that comes while a store call waits for Redis' reply, as a push consumer's shutdown interrupts its
@@ -30,19 +28,8 @@ import org.junit.jupiter.api.Timeout;
 class RedisInterruptTest {
     private static final Duration PAUSE = Duration.ofMillis(800);
 
-    private static PrivateServer redis;
-
-    @BeforeAll
-    static void startRedis() {
-        redis = PrivateServer.redis();
-    }
-
-    @AfterAll
-    static void stopRedis() {
-        if (redis != null) {
-            redis.close();
-        }
-    }
+    @RegisterExtension
+    static final PrivateRedis redis = new PrivateRedis();
 
     @Test
     void completionSentByAnInterruptedThread_toAPausedServer_isRecorded_andTheInterruptKept() {

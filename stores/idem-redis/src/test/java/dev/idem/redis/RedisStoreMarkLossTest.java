@@ -12,7 +12,6 @@ import dev.idem.spi.ClaimRequest;
 import dev.idem.spi.ClaimResult;
 import dev.idem.spi.UpdateResult;
 import dev.idem.testkit.MutableClock;
-import dev.idem.testsupport.PrivateServer;
 import dev.idem.testsupport.TestServers;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -21,12 +20,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.awaitility.Awaitility;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * Mark loss on a redis-server of the test's own, started like the machine's (no persistence): restarting it, flushing
@@ -36,24 +34,13 @@ class RedisStoreMarkLossTest {
     private static final Duration LEASE = Duration.ofSeconds(30);
     private static final Duration RETENTION = Duration.ofHours(1);
 
-    private static PrivateServer redis;
+    @RegisterExtension
+    static final PrivateRedis redis = new PrivateRedis();
 
     private final MutableClock clock = MutableClock.atNow();
     private final RecordingListener listener = new RecordingListener();
     private final List<RedisStore> stores = new ArrayList<>();
     private String prefix;
-
-    @BeforeAll
-    static void startRedis() {
-        redis = PrivateServer.redis();
-    }
-
-    @AfterAll
-    static void stopRedis() {
-        if (redis != null) {
-            redis.close();
-        }
-    }
 
     @BeforeEach
     void newPrefix() {

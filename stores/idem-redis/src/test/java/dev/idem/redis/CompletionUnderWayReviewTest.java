@@ -8,6 +8,7 @@ import dev.idem.Delivery;
 import dev.idem.Guard;
 import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
+import dev.idem.IdempotencyListener;
 import dev.idem.Outcome;
 import dev.idem.spi.ClaimRequest;
 import dev.idem.testsupport.ChildJvm;
@@ -151,29 +152,21 @@ class CompletionUnderWayReviewTest {
         CountDownLatch told = new CountDownLatch(1);
         RedisStore store = store(Duration.ofSeconds(2));
         storeRef.set(store);
-        Guard guard = Guard.builder(store)
-                .namespace("payments")
-                .lease(Duration.ofMillis(500))
-                .watchdog(false)
-                .listener(event -> {
-                    if (event.type() == IdempotencyEvent.Type.LEASE_LOST) {
-                        thread.set(Thread.currentThread().getName());
-                        try {
-                            read.set(storeRef.get().lookup(key));
-                        } catch (RuntimeException e) {
-                            read.set(e);
-                        }
-                        told.countDown();
-                    }
-                })
-                .build();
+        Guard guard = leaseLosingGuard(store, "payments", event -> {
+            if (event.type() == IdempotencyEvent.Type.LEASE_LOST) {
+                thread.set(Thread.currentThread().getName());
+                try {
+                    read.set(storeRef.get().lookup(key));
+                } catch (RuntimeException e) {
+                    read.set(e);
+                }
+                told.countDown();
+            }
+        });
         RedisStore other = store(Duration.ofSeconds(2));
         guard.run("warm-up", () -> {});
 
-        Outcome outcome = guard.run(key.key(), () -> {
-            takeOver(other, key);
-            admin.pause(1_000, "WRITE");
-        });
+        Outcome outcome = runLosingTheLease(guard, other, key, 1_000);
 
         assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(told.await(20, TimeUnit.SECONDS)).isTrue();
@@ -195,29 +188,10 @@ class CompletionUnderWayReviewTest {
         CountDownLatch inListener = new CountDownLatch(1);
         CountDownLatch release = new CountDownLatch(1);
         RedisStore store = store(Duration.ofSeconds(2));
-        Guard guard = Guard.builder(store)
-                .namespace("payments")
-                .lease(Duration.ofMillis(500))
-                .watchdog(false)
-                .listener(event -> {
-                    if (event.type() == IdempotencyEvent.Type.LEASE_LOST) {
-                        inListener.countDown();
-                        try {
-                            release.await(10, TimeUnit.SECONDS);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                    }
-                })
-                .build();
+        Guard guard = leaseLosingGuard(store, "payments", hangsOnLeaseLost(inListener, release));
         RedisStore other = store(Duration.ofSeconds(2));
         guard.run("warm-up", () -> {});
-        assertThat(guard.run(key.key(), () -> {
-                            takeOver(other, key);
-                            admin.pause(500, "WRITE");
-                        })
-                        .type())
-                .isEqualTo(Outcome.Type.PROCESSED);
+        assertThat(runLosingTheLease(guard, other, key, 500).type()).isEqualTo(Outcome.Type.PROCESSED);
         assertThat(inListener.await(20, TimeUnit.SECONDS)).isTrue();
 
         Outcome unrelated;
@@ -325,51 +299,22 @@ class CompletionUnderWayReviewTest {
         CountDownLatch aInListener = new CountDownLatch(1);
         CountDownLatch releaseA = new CountDownLatch(1);
         RedisStore storeA = store(Duration.ofSeconds(5));
-        Guard guardA = Guard.builder(storeA)
-                .namespace("payments")
-                .lease(Duration.ofMillis(500))
-                .watchdog(false)
-                .listener(event -> {
-                    if (event.type() == IdempotencyEvent.Type.LEASE_LOST) {
-                        aInListener.countDown();
-                        try {
-                            releaseA.await(30, TimeUnit.SECONDS);
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                        }
-                    }
-                })
-                .build();
+        Guard guardA = leaseLosingGuard(storeA, "payments", hangsOnLeaseLost(aInListener, releaseA));
         RecordingListener listenerB = new RecordingListener();
         RedisStore storeB = store(Duration.ofSeconds(5));
-        Guard guardB = Guard.builder(storeB)
-                .namespace("orders")
-                .lease(Duration.ofMillis(500))
-                .watchdog(false)
-                .listener(listenerB)
-                .build();
+        Guard guardB = leaseLosingGuard(storeB, "orders", listenerB);
         RedisStore other = store(Duration.ofSeconds(5));
         guardA.run("warm-up", () -> {});
         guardB.run("warm-up", () -> {});
         try {
             IdempotencyKey a = IdempotencyKey.of("payments", "pay-1");
-            assertThat(guardA.run(a.key(), () -> {
-                                takeOver(other, a);
-                                admin.pause(300, "WRITE");
-                            })
-                            .type())
-                    .isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(runLosingTheLease(guardA, other, a, 300).type()).isEqualTo(Outcome.Type.PROCESSED);
             assertThat(aInListener.await(20, TimeUnit.SECONDS))
                     .as("A's late LEASE_LOST reached A's listener")
                     .isTrue();
 
             IdempotencyKey b = IdempotencyKey.of("orders", "order-1");
-            assertThat(guardB.run(b.key(), () -> {
-                                takeOver(other, b);
-                                admin.pause(300, "WRITE");
-                            })
-                            .type())
-                    .isEqualTo(Outcome.Type.PROCESSED);
+            assertThat(runLosingTheLease(guardB, other, b, 300).type()).isEqualTo(Outcome.Type.PROCESSED);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (listenerB.warnings.isEmpty() && System.nanoTime() < deadline) {
                 sleep(50);
@@ -528,6 +473,41 @@ class CompletionUnderWayReviewTest {
         closing.add(store);
         return store;
     }
+    /** A guard of a 500 ms lease without the watchdog, telling {@code listener}: its handlers outlive their lease. */
+    private static Guard leaseLosingGuard(RedisStore store, String namespace, IdempotencyListener listener) {
+        return Guard.builder(store)
+                .namespace(namespace)
+                .lease(Duration.ofMillis(500))
+                .watchdog(false)
+                .listener(listener)
+                .build();
+    }
+
+    /** A listener that, at a LEASE_LOST, counts {@code reached} down and hangs until {@code release} (at most 30 s). */
+    private static IdempotencyListener hangsOnLeaseLost(CountDownLatch reached, CountDownLatch release) {
+        return event -> {
+            if (event.type() == IdempotencyEvent.Type.LEASE_LOST) {
+                reached.countDown();
+                try {
+                    release.await(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+    }
+
+    /**
+     * Handles {@code key}, whose lease {@code other} takes over while the handler runs; the handler returns with
+     * Redis's writes paused for {@code pauseMillis}, so that the completion (answered NOT_OWNER) comes after the outcome.
+     */
+    private Outcome runLosingTheLease(Guard guard, RedisStore other, IdempotencyKey key, long pauseMillis) {
+        return guard.run(key.key(), () -> {
+            takeOver(other, key);
+            admin.pause(pauseMillis, "WRITE");
+        });
+    }
+
     /** Handles a copy of {@code key}, again while the key is held (IN_PROGRESS), for at most 15 s. */
     private static Outcome handleUntilNotInProgress(Guard guard, String key, Runnable effect) {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);

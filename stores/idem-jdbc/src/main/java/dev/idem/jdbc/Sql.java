@@ -138,10 +138,10 @@ final class Sql {
 
     @Nullable
     Row select(Connection c, String id, Lock lock) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(selectRow + lockClause(lock))) {
-            if (lock == Lock.EXCLUSIVE) {
-                ps.setQueryTimeout(CLAIM_LOCK_WAIT_SECONDS);
-            }
+        try (PreparedStatement ps = c.prepareStatement(selectRow + lockClause(lock));
+                LockWait bound = lock == Lock.EXCLUSIVE
+                        ? LockWait.bound(dialect, ps, CLAIM_LOCK_WAIT_SECONDS)
+                        : LockWait.UNWATCHED) {
             ps.setString(1, id);
             try (ResultSet rs = ps.executeQuery()) {
                 return rs.next() ? read(rs, 1) : null;
@@ -269,8 +269,8 @@ final class Sql {
             Connection c, String id, String owner, @Nullable Long now, long leaseMillis, @Nullable String fingerprint)
             throws SQLException {
         try (PreparedStatement ps =
-                c.prepareStatement(now == null ? upsertClaimOnDatabaseClock : upsertClaimOnGivenClock)) {
-            ps.setQueryTimeout(CLAIM_LOCK_WAIT_SECONDS);
+                        c.prepareStatement(now == null ? upsertClaimOnDatabaseClock : upsertClaimOnGivenClock);
+                LockWait bound = LockWait.bound(dialect, ps, CLAIM_LOCK_WAIT_SECONDS)) {
             int p = 1;
             if (now != null) {
                 ps.setLong(p++, now);
@@ -376,8 +376,8 @@ final class Sql {
                                     chunk.size(),
                                     "(?, '" + PROCESSING + "', ?, " + tokenExpression + ", ?, NULL, ?, NULL)"))
                     + conflictFreeInsertSuffix + " RETURNING id, fencing_token";
-            try (PreparedStatement ps = c.prepareStatement(sql)) {
-                ps.setQueryTimeout(CLAIM_LOCK_WAIT_SECONDS);
+            try (PreparedStatement ps = c.prepareStatement(sql);
+                    LockWait bound = LockWait.bound(dialect, ps, CLAIM_LOCK_WAIT_SECONDS)) {
                 int p = 1;
                 for (NewClaim claim : chunk) {
                     ps.setString(p++, claim.id());
@@ -462,8 +462,8 @@ final class Sql {
      * commit never came back until the server notices the dead session.
      */
     int release(Connection c, String id, String owner) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(releaseRow)) {
-            ps.setQueryTimeout(RELEASE_LOCK_WAIT_SECONDS);
+        try (PreparedStatement ps = c.prepareStatement(releaseRow);
+                LockWait bound = LockWait.bound(dialect, ps, RELEASE_LOCK_WAIT_SECONDS)) {
             ps.setString(1, id);
             ps.setString(2, owner);
             return ps.executeUpdate();
@@ -543,8 +543,8 @@ final class Sql {
                 continue;
             }
             String sql = insertMarksByRows.of(chunk.size());
-            try (PreparedStatement ps = c.prepareStatement(sql)) {
-                ps.setQueryTimeout(lockWaitSeconds);
+            try (PreparedStatement ps = c.prepareStatement(sql);
+                    LockWait bound = LockWait.bound(dialect, ps, lockWaitSeconds)) {
                 int p = 1;
                 for (String id : chunk) {
                     ps.setString(p++, id);
@@ -605,8 +605,8 @@ final class Sql {
         for (int i = 0; i < ids.length; i++) {
             prints[i] = fingerprints.get(ids[i]);
         }
-        try (PreparedStatement ps = c.prepareStatement(insertMarksFromArrays)) {
-            ps.setQueryTimeout(lockWaitSeconds);
+        try (PreparedStatement ps = c.prepareStatement(insertMarksFromArrays);
+                LockWait bound = LockWait.bound(dialect, ps, lockWaitSeconds)) {
             ps.setArray(1, c.createArrayOf("varchar", ids));
             ps.setArray(2, c.createArrayOf("varchar", prints));
             ps.setString(3, owner);
@@ -722,8 +722,9 @@ final class Sql {
             setNullableString(ps, 4, fingerprint);
             ps.setString(5, id);
             ps.setLong(6, now);
-            ps.setQueryTimeout(lockWaitSeconds);
-            return ps.executeUpdate() == 1;
+            try (LockWait bound = LockWait.bound(dialect, ps, lockWaitSeconds)) {
+                return ps.executeUpdate() == 1;
+            }
         }
     }
 
@@ -794,8 +795,8 @@ final class Sql {
             int lockWaitSeconds)
             throws SQLException {
         String sql = "INSERT INTO " + table + " (" + COLUMNS + ") VALUES (?, ?, ?, ?, ?, ?, ?, NULL)";
-        try (PreparedStatement ps = c.prepareStatement(sql)) {
-            ps.setQueryTimeout(lockWaitSeconds);
+        try (PreparedStatement ps = c.prepareStatement(sql);
+                LockWait bound = LockWait.bound(dialect, ps, lockWaitSeconds)) {
             ps.setString(1, id);
             ps.setString(2, state);
             ps.setString(3, owner);

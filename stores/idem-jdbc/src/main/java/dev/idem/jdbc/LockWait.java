@@ -9,7 +9,7 @@ import java.time.Duration;
  * SqlErrors#isLockWait} tells. Open it on the statement before executing it and close it after (try-with-resources).
  *
  * <p>PostgreSQL's driver carries a query timeout out with a {@code java.util.Timer} task per execution, whose shared
- * thread wakes for each and contends with the caller for the timer's lock: most of the single inbox's JVM time over a
+ * thread wakes for each and contends with the caller for the timer's lock: much of the single inbox's JVM time over a
  * hand-written dedup insert (docs/benchmarks.md, session 20). There the {@link StatementWatcher} cancels the statement
  * instead, as the driver's timer would. The other drivers keep the query timeout: MariaDB's is the server's {@code
  * max_statement_time}, H2's its own check.

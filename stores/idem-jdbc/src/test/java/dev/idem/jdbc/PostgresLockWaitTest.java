@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Issue 24: PostgreSQL's driver carries a query timeout out with a {@code java.util.Timer} task per execution, whose
- * thread it wakes for each one: about half of the single inbox's JVM time over a hand-written dedup insert. The inbox's
+ * thread it wakes for each one: much of the single inbox's JVM time over a hand-written dedup insert. The inbox's
  * and the lease store's statements bound their lock wait through the {@link StatementWatcher} there, and give the
  * driver no query timeout. (That the bound still holds: {@code copy_whileFirstHoldsTheKeyLongerThanLockWait_isInProgress}
  * and {@code copy_ofAnExpiredMark_lockedByAnUncommittedTransaction_isInProgress_afterLockWait} of the inbox's suites,

@@ -18,10 +18,24 @@ interface LockWait extends AutoCloseable {
     LockWait UNWATCHED = () -> {};
 
     static LockWait bound(Dialect dialect, Statement statement, int seconds) throws SQLException {
+        return bound(StatementWatcher.SHARED, dialect, statement, Duration.ofSeconds(seconds));
+    }
+
+    /** A bound of {@code limit}; a driver's query timeout counts whole seconds, rounded up. */
+    static LockWait bound(Dialect dialect, Statement statement, Duration limit) throws SQLException {
+        return bound(StatementWatcher.SHARED, dialect, statement, limit);
+    }
+
+    /** With the driver's query timeout where {@code watcher} cannot watch (it could not start its thread). */
+    static LockWait bound(StatementWatcher watcher, Dialect dialect, Statement statement, Duration limit)
+            throws SQLException {
         if (dialect == Dialect.POSTGRESQL) {
-            return StatementWatcher.SHARED.watch(statement, Duration.ofSeconds(seconds));
+            StatementWatcher.Watch watch = watcher.watch(statement, limit);
+            if (watch != null) {
+                return watch;
+            }
         }
-        statement.setQueryTimeout(seconds);
+        statement.setQueryTimeout((int) Math.max(1, (limit.toMillis() + 999) / 1000));
         return UNWATCHED;
     }
 

@@ -3,12 +3,9 @@ package dev.idem.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
-import dev.idem.Delivery;
-import dev.idem.Outcome;
 import dev.idem.testsupport.TestDatabase;
 import java.lang.management.ManagementFactory;
 import java.lang.management.ThreadMXBean;
-import java.lang.reflect.Field;
 import java.lang.reflect.Proxy;
 import java.net.URL;
 import java.net.URLClassLoader;
@@ -17,9 +14,9 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -50,66 +47,43 @@ class LockWaitWatcherReviewTest {
     }
 
     /**
-     * Scenario: the first statement to be bounded after the shared watcher went idle runs when starting a thread
-     * fails ({@code OutOfMemoryError: unable to create native thread}, as {@code Thread.start} throws when a
-     * container's pids limit or {@code ulimit -u} is momentarily reached by a burst of threads; simulated here at the
-     * watcher's thread creation only). {@code watch} sets {@code running = true} before creating and starting the
-     * thread and never clears it, so no thread is ever started again in this JVM: every later lock wait of every
-     * inbox and lease store is silently unbounded. Then a copy races its original's uncommitted mark.
+     * Scenario: the first statement to be bounded after the watcher went idle runs when starting a thread fails
+     * ({@code OutOfMemoryError: unable to create native thread}, as {@code Thread.start} throws when a container's
+     * pids limit or {@code ulimit -u} is momentarily reached by a burst of threads). {@code watch} set {@code running
+     * = true} before creating and starting the thread and never cleared it, so no thread was ever started again in
+     * this JVM: every later lock wait of every inbox and lease store was silently unbounded (a copy racing its
+     * original's uncommitted mark waited until the original committed: 8 s in the review, for ever with a stuck
+     * original, and answered {@code DUPLICATE} instead of {@code IN_PROGRESS}).
      *
-     * <p>Expected: once the transient failure is over, the copy answers {@code IN_PROGRESS} after about {@code
-     * lockWait} (1 s), as it did with pgjdbc's timer (whose thread is created once with the connection, and whose
-     * failure would fail the statement loudly). Observed: the copy waits until the original commits (here 8 s; with a
-     * stuck original, for ever) and answers {@code DUPLICATE}.
+     * <p>Expected: the statement registered while no thread can start is bounded by the driver's query timeout, and
+     * the next one, once threads start again, by the watcher: each fails with {@code 57014} after about its bound.
      */
     @Test
     @Order(1)
-    void aWatcherThreadThatFailedToStartOnce_isNeverStartedAgain_soACopyWaitsUnbounded() throws Exception {
-        await().atMost(Duration.ofSeconds(40)).until(() -> !StatementWatcher.SHARED.running());
-        JdbcInbox inbox = JdbcInbox.builder(db.dataSource())
-                .namespace("start-failure")
-                .createTableIfMissing(true)
-                .lockWait(Duration.ofSeconds(1))
-                .build();
-        try {
-            AtomicReference<Object> first = new AtomicReference<>();
-            Thread unlucky = new Thread(() -> {
-                THREAD_START_FAILS.set(Boolean.TRUE);
-                try {
-                    first.set(inbox.handle(Delivery.of("first"), c -> Outcome.processed()));
-                } catch (Throwable e) {
-                    first.set(e);
-                }
-            });
-            unlucky.start();
-            unlucky.join(10_000);
-            assertThat(first.get()).as("the statement registered while no thread could start").isNotNull();
-            // the pids limit is no longer reached from here on: threads start again
+    void aWatcherThreadThatFailedToStartOnce_leavesNoLockWaitUnbounded() throws Exception {
+        AtomicInteger starts = new AtomicInteger();
+        StatementWatcher watcher = new StatementWatcher(Duration.ofMillis(50), Duration.ofSeconds(30), work -> {
+            if (starts.getAndIncrement() == 0) {
+                throw new OutOfMemoryError(
+                        "unable to create native thread: possibly out of memory or process/resource limits reached");
+            }
+            Thread thread = new Thread(work, "review-watcher");
+            thread.setDaemon(true);
+            return thread;
+        });
 
-            CountDownLatch markHeld = new CountDownLatch(1);
-            CountDownLatch release = new CountDownLatch(1);
-            CompletableFuture<Outcome> original = CompletableFuture.supplyAsync(() -> inbox.handle(Delivery.of("p1"), c -> {
-                markHeld.countDown();
-                release.await(8, TimeUnit.SECONDS);
-                return Outcome.processed();
-            }));
-            assertThat(markHeld.await(10, TimeUnit.SECONDS)).isTrue();
+        LockWaitResult whileNoThreadStarts = waitForHeldRow(watcher, 1);
+        LockWaitResult afterwards = waitForHeldRow(watcher, 1);
 
-            long start = System.nanoTime();
-            Outcome copy = inbox.handle(Delivery.of("p1"), c -> Outcome.processed());
-            Duration waited = Duration.ofNanos(System.nanoTime() - start);
-            release.countDown();
-            original.get(30, TimeUnit.SECONDS);
-
-            assertThat(copy.type()).as("the copy's answer, after " + waited.toMillis() + " ms")
-                    .isEqualTo(Outcome.Type.IN_PROGRESS);
-            assertThat(waited).isLessThan(Duration.ofSeconds(4));
-        } finally {
-            // leave a usable SHARED watcher to whatever runs next in this JVM
-            Field running = StatementWatcher.class.getDeclaredField("running");
-            running.setAccessible(true);
-            running.setBoolean(StatementWatcher.SHARED, false);
-        }
+        assertThat(whileNoThreadStarts.sqlState)
+                .as("while no thread starts, after " + whileNoThreadStarts.waited.toMillis() + " ms")
+                .isEqualTo("57014");
+        assertThat(whileNoThreadStarts.waited).isLessThan(Duration.ofSeconds(4));
+        assertThat(afterwards.sqlState)
+                .as("once threads start again, after " + afterwards.waited.toMillis() + " ms")
+                .isEqualTo("57014");
+        assertThat(afterwards.waited).isLessThan(Duration.ofSeconds(4));
+        assertThat(watcher.running()).isTrue();
     }
 
     /**
@@ -138,9 +112,10 @@ class LockWaitWatcherReviewTest {
             assertThat(thrown.await(5, TimeUnit.SECONDS)).isTrue();
         }
 
-        LockWaitResult result = waitForHeldRow(watcher, Duration.ofSeconds(1));
+        LockWaitResult result = waitForHeldRow(watcher, 1);
 
-        assertThat(result.sqlState).as("the lock wait's failure, after " + result.waited.toMillis() + " ms")
+        assertThat(result.sqlState)
+                .as("the lock wait's failure, after " + result.waited.toMillis() + " ms")
                 .isEqualTo("57014");
         assertThat(result.waited).isLessThan(Duration.ofSeconds(4));
     }
@@ -214,24 +189,10 @@ class LockWaitWatcherReviewTest {
 
     // ---------------------------------------------------------------- support
 
-    /** Fails creating a thread (as {@code Thread.start} does when no native thread can be had) for the watcher's. */
-    private static final InheritableThreadLocal<Boolean> THREAD_START_FAILS = new InheritableThreadLocal<>() {
-        @Override
-        protected Boolean childValue(Boolean parent) {
-            boolean forTheWatcher = StackWalker.getInstance()
-                    .walk(frames -> frames.anyMatch(f -> f.getClassName().equals(StatementWatcher.class.getName())));
-            if (Boolean.TRUE.equals(parent) && forTheWatcher) {
-                throw new OutOfMemoryError(
-                        "unable to create native thread: possibly out of memory or process/resource limits reached");
-            }
-            return parent;
-        }
-    };
-
     private record LockWaitResult(String sqlState, Duration waited) {}
 
     /** Waits, bounded by {@code watcher}, for the row another transaction holds; the server gives up after 6 s. */
-    private static LockWaitResult waitForHeldRow(StatementWatcher watcher, Duration bound) throws Exception {
+    private static LockWaitResult waitForHeldRow(StatementWatcher watcher, int boundSeconds) throws Exception {
         try (Connection holder = db.connection();
                 Connection waiter = db.connection()) {
             holder.setAutoCommit(false);
@@ -245,7 +206,7 @@ class LockWaitWatcherReviewTest {
             long start = System.nanoTime();
             String sqlState = null;
             try (PreparedStatement ps = waiter.prepareStatement("SELECT id FROM held WHERE id = 1 FOR UPDATE");
-                    LockWait b = watcher.watch(ps, bound)) {
+                    LockWait b = LockWait.bound(watcher, Dialect.POSTGRESQL, ps, Duration.ofSeconds(boundSeconds))) {
                 ps.executeQuery().close();
             } catch (SQLException e) {
                 sqlState = e.getSQLState();

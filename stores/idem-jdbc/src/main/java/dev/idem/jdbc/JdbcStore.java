@@ -499,13 +499,15 @@ public final class JdbcStore implements IdempotencyStore {
     }
 
     /**
-     * Renews the lease without waiting for a row another transaction holds: a copy's claim holds it for a moment (the
-     * extension is tried {@link #EXTEND_TRIES} times, after pauses doubling from {@link #EXTEND_FIRST_PAUSE_MILLIS}
-     * ms, about an eighth of a second in all), a handler's transaction holding its completion until it commits. The
-     * lease watchdog, one thread for the JVM, retries a row still held at its next sweep instead of waiting on it.
+     * Renews the lease without waiting long for a row another transaction holds: a copy's claim holds it for a moment
+     * (on PostgreSQL the extension waits for it at most {@link Sql#EXTEND_LOCK_WAIT}; on MariaDB it is tried {@link
+     * #EXTEND_TRIES} times, after pauses doubling from {@link #EXTEND_FIRST_PAUSE_MILLIS} ms, about an eighth of a
+     * second in all), a handler's transaction holding its completion until it commits. The lease watchdog, one thread
+     * for the JVM, retries a row still held at its next sweep instead of waiting on it.
      */
     @Override
     public UpdateResult extend(IdempotencyKey key, String owner, Duration lease) {
+        int tries = sql.extendWaitsForTheRow() ? 1 : EXTEND_TRIES;
         return inAutoCommit(() -> "extend " + key.logId(), c -> {
             for (int attempt = 1; ; attempt++) {
                 int n;
@@ -513,7 +515,7 @@ public final class JdbcStore implements IdempotencyStore {
                     n = sql.extend(c, key.storageId(), owner, givenNow(), lease.toMillis());
                 } catch (SQLException e) {
                     if (!SqlErrors.isLockWait(e)
-                            || attempt == EXTEND_TRIES
+                            || attempt == tries
                             || !pause(EXTEND_FIRST_PAUSE_MILLIS << (attempt - 1))) {
                         throw e;
                     }

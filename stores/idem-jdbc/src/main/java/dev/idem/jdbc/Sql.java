@@ -38,6 +38,9 @@ final class Sql {
 
     static final int RELEASE_LOCK_WAIT_SECONDS = 5;
 
+    /** How long a PostgreSQL lease extension waits for a row another transaction holds. */
+    static final Duration EXTEND_LOCK_WAIT = Duration.ofMillis(125);
+
     /** Rows per multi-row statement: keeps bind parameters far below every driver's limit. */
     private static final int CHUNK = 500;
 
@@ -470,9 +473,21 @@ final class Sql {
         }
     }
 
-    /** Extends the owner's claim to {@code leaseMillis} from {@code now}, or from the database's clock when null. */
+    /**
+     * Extends the owner's claim to {@code leaseMillis} from {@code now}, or from the database's clock when null,
+     * without waiting long for a row another transaction holds: the lease watchdog (one thread for the JVM, retrying at
+     * its next sweep) must not hang on a row locked by a completion written in a handler's transaction, for ever if its
+     * commit never came back (a connection lost mid-commit keeps the server's session, and its lock, until the server
+     * notices). PostgreSQL waits in the row's lock queue for at most {@link #EXTEND_LOCK_WAIT}: a copy's claim holds
+     * the row for a moment, and the queue serves the extension before the copies' next claims (tried without waiting
+     * and again, it lost to sixty copies polling a hot key). MariaDB's lock wait is zero for the statement (the store
+     * tries again after a pause); H2 (in the JVM) waits for its lock timeout.
+     */
     int extend(Connection c, String id, String owner, @Nullable Long now, long leaseMillis) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(now == null ? extendOnDatabaseClock : extendOnGivenClock)) {
+        try (PreparedStatement ps = c.prepareStatement(now == null ? extendOnDatabaseClock : extendOnGivenClock);
+                LockWait bound = dialect == Dialect.POSTGRESQL
+                        ? LockWait.bound(dialect, ps, EXTEND_LOCK_WAIT)
+                        : LockWait.UNWATCHED) {
             int p = 1;
             if (now != null) {
                 ps.setLong(p++, now);
@@ -484,25 +499,16 @@ final class Sql {
         }
     }
 
-    private String extend(String clock) {
-        return withoutWaiting("UPDATE " + table + " SET expires_at = " + clock + " + ?", PROCESSING_OF_OWNER);
+    /** True when {@link #extend} waits for a held row itself, false when it fails at once and is worth another try. */
+    boolean extendWaitsForTheRow() {
+        return dialect == Dialect.POSTGRESQL || dialect == Dialect.H2;
     }
 
-    /**
-     * {@code change} (an UPDATE's SET) of the row {@code where} names, failing at once when another transaction holds
-     * the row instead of waiting for it: the lease watchdog (one thread for the JVM, retrying at its next sweep) must
-     * not hang on a row locked by a completion written in a handler's transaction, for ever if its commit never came
-     * back (a connection lost mid-commit keeps the server's session, and its lock, until the server notices).
-     * PostgreSQL locks the row with {@code NOWAIT} first, MariaDB's lock wait is zero for the statement; H2 (in the
-     * JVM) waits for its lock timeout.
-     */
-    private String withoutWaiting(String change, String where) {
-        return switch (dialect) {
-            case POSTGRESQL ->
-                change + " WHERE id = (SELECT id FROM " + table + " WHERE " + where + " FOR UPDATE NOWAIT)";
-            case MARIADB -> "SET STATEMENT innodb_lock_wait_timeout = 0 FOR " + change + " WHERE " + where;
-            case MYSQL, H2 -> change + " WHERE " + where;
-        };
+    private String extend(String clock) {
+        String change = "UPDATE " + table + " SET expires_at = " + clock + " + ?";
+        return dialect == Dialect.MARIADB
+                ? "SET STATEMENT innodb_lock_wait_timeout = 0 FOR " + change + " WHERE " + PROCESSING_OF_OWNER
+                : change + " WHERE " + PROCESSING_OF_OWNER;
     }
 
     // ---------------------------------------------------------------- transactional mode

@@ -39,7 +39,7 @@ final class Sql {
     static final int RELEASE_LOCK_WAIT_SECONDS = 5;
 
     /** How long a PostgreSQL lease extension waits for a row another transaction holds. */
-    static final Duration EXTEND_LOCK_WAIT = Duration.ofMillis(125);
+    static final Duration EXTEND_LOCK_WAIT = Duration.ofMillis(100);
 
     /** Rows per multi-row statement: keeps bind parameters far below every driver's limit. */
     private static final int CHUNK = 500;

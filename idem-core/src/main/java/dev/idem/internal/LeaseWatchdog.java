@@ -9,8 +9,10 @@ import dev.idem.spi.UpdateResult;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.PriorityBlockingQueue;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
@@ -20,16 +22,18 @@ import org.jspecify.annotations.Nullable;
  * Extends the leases of running handlers: each a third of the lease after its claim and then every third, checked every
  * sixth of the lease and at least every second (so each extension comes between a third and a half of the lease after
  * the one before, and a failed one is retried at the next check). Every watchdog of the JVM sweeps on one shared daemon
- * thread (200 guards, one thread); a renewal only waits for its store's {@code extend}, so a store whose calls can hang
- * must bound them (query or command timeouts), as every shipped store does.
+ * thread (200 guards, one thread) and renews on a few shared ones; a renewal only waits for its store's {@code extend},
+ * so a store whose calls can hang must bound them (query or command timeouts), as every shipped store does.
  *
  * <p>Starting and ending a watch only adds it to and removes it from a set: a handling that ends within a third of the
  * lease never touches the scheduler (scheduling and cancelling a task per handling woke the shared thread every time,
  * a tenth of the CPU of a lease-store handling on two cores). A watchdog's sweep runs while it has watches and stops
  * at the first sweep that finds none; the next watch starts it again.
  *
- * <p>A failed extension (whatever the store throws) is reported and retried at the next sweep; only a store's answer
- * that the lease is no longer ours ends the renewals of a handling.
+ * <p>The sweeps hand due extensions to a few shared renewer threads, most urgent first (those whose last extension
+ * did not fail before those whose did): an extension that waits for its store delays the others by a fraction of its
+ * bound, not by the sum of all such waits. A failed extension (whatever the store throws) is reported and retried at
+ * the next sweep; only a store's answer that the lease is no longer ours ends the renewals of a handling.
  */
 public final class LeaseWatchdog {
     private static final System.Logger LOG = System.getLogger(LeaseWatchdog.class.getName());
@@ -111,9 +115,15 @@ public final class LeaseWatchdog {
             }
             long now = System.nanoTime();
             for (Watch watch : running) {
-                // a failed extension keeps its due time: it is retried at the next sweep, not a third later
-                if (!watch.closed && now - watch.due >= 0 && !watch.paused() && renew(watch)) {
-                    watch.due = System.nanoTime() + renewEveryNanos;
+                if (!watch.closed
+                        && now - watch.due >= 0
+                        && !watch.paused()
+                        && watch.queued.compareAndSet(false, true)) {
+                    try {
+                        Shared.RENEWERS.execute(new Renewal(watch));
+                    } catch (RuntimeException | Error e) { // not queued (no thread could be had): the next sweep tries
+                        watch.queued.set(false);
+                    }
                 }
             }
         }
@@ -123,6 +133,46 @@ public final class LeaseWatchdog {
             ScheduledFuture<?> f = future;
             if (f != null) {
                 f.cancel(false);
+            }
+        }
+    }
+
+    /**
+     * One extension of a due watch, on the shared renewers, the most urgent first: the watches whose last extension
+     * did not fail before those whose did (a row another transaction holds, a store that does not answer: such an
+     * extension may take the store's whole bound again), then by due time. A failed extension keeps its due time: it is
+     * retried at the next sweep, not a third later.
+     */
+    private final class Renewal implements Runnable, Comparable<Renewal> {
+        private final Watch watch;
+        private final boolean failing;
+        private final long due;
+
+        Renewal(Watch watch) {
+            this.watch = watch;
+            this.failing = watch.failing;
+            this.due = watch.due;
+        }
+
+        @Override
+        public int compareTo(Renewal other) {
+            return failing != other.failing ? Boolean.compare(failing, other.failing) : Long.compare(due, other.due);
+        }
+
+        /** Nothing may escape (see the sweep's run): the renewer's thread would be replaced, the watch left queued. */
+        @Override
+        public void run() {
+            try {
+                if (!watch.closed) {
+                    watch.failing = !renew(watch);
+                    if (!watch.failing) {
+                        watch.due = System.nanoTime() + renewEveryNanos;
+                    }
+                }
+            } catch (Throwable t) {
+                // renew() already contains each watch's failure
+            } finally {
+                watch.queued.set(false);
             }
         }
     }
@@ -177,9 +227,28 @@ public final class LeaseWatchdog {
                 .build());
     }
 
-    /** The one scheduler, created on first use. Its thread is a daemon: it never keeps the JVM alive. */
+    /**
+     * The one scheduler of the sweeps and the renewers of every watchdog of the JVM, created on first use. Their
+     * threads are daemons: they never keep the JVM alive. Renewals run on up to {@link #RENEWERS_THREADS} threads, so
+     * that extensions waiting for their store (up to its bound each) delay the others by a fraction of it, not by
+     * their sum: twenty rows held by other transactions cost a 2 s lease every other handling's renewals on one thread.
+     */
     private static final class Shared {
+        static final int RENEWERS_THREADS = 4;
         static final ScheduledThreadPoolExecutor SCHEDULER = create();
+        static final ThreadPoolExecutor RENEWERS = renewers();
+
+        private static ThreadPoolExecutor renewers() {
+            var renewers = new ThreadPoolExecutor(
+                    RENEWERS_THREADS, RENEWERS_THREADS, 10, TimeUnit.SECONDS, new PriorityBlockingQueue<>(), r -> {
+                        Thread t = new Thread(null, r, "idem-lease-renewer", 0, false);
+                        t.setDaemon(true);
+                        t.setContextClassLoader(null);
+                        return t;
+                    });
+            renewers.allowCoreThreadTimeOut(true);
+            return renewers;
+        }
 
         private static ScheduledThreadPoolExecutor create() {
             var scheduler = new ScheduledThreadPoolExecutor(1, r -> {
@@ -198,6 +267,10 @@ public final class LeaseWatchdog {
         private final String owner;
         private volatile long due;
         private volatile boolean closed;
+        /** Whether the last extension failed; whether one is queued or running (one at a time per watch). */
+        private volatile boolean failing;
+
+        private final AtomicBoolean queued = new AtomicBoolean();
         private volatile BooleanSupplier pausedWhile = () -> false;
 
         private Watch(IdempotencyKey key, String owner, long due) {

@@ -9,9 +9,9 @@ import dev.idem.spi.UpdateResult;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.PriorityBlockingQueue;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -22,7 +22,7 @@ import org.jspecify.annotations.Nullable;
  * Extends the leases of running handlers: each a third of the lease after its claim and then every third, checked every
  * sixth of the lease and at least every second (so each extension comes between a third and a half of the lease after
  * the one before, and a failed one is retried at the next check). Every watchdog of the JVM sweeps on one shared daemon
- * thread (200 guards, one thread) and renews on a few shared ones; a renewal only waits for its store's {@code extend},
+ * thread (200 guards, one thread) and renews on shared ones; a renewal only waits for its store's {@code extend},
  * so a store whose calls can hang must bound them (query or command timeouts), as every shipped store does.
  *
  * <p>Starting and ending a watch only adds it to and removes it from a set: a handling that ends within a third of the
@@ -30,9 +30,9 @@ import org.jspecify.annotations.Nullable;
  * a tenth of the CPU of a lease-store handling on two cores). A watchdog's sweep runs while it has watches and stops
  * at the first sweep that finds none; the next watch starts it again.
  *
- * <p>The sweeps hand due extensions to a few shared renewer threads, most urgent first (those whose last extension
- * did not fail before those whose did): an extension that waits for its store delays the others by a fraction of its
- * bound, not by the sum of all such waits. A failed extension (whatever the store throws) is reported and retried at
+ * <p>The sweeps hand each due extension to a shared renewer thread of its own (idle ones are reused; one extension at a
+ * time per handling, so never more threads than running handlings, at most {@code Shared.MAX_RENEWERS}): an extension
+ * that waits for its store delays no other. A failed extension (whatever the store throws) is reported and retried at
  * the next sweep; only a store's answer that the lease is no longer ours ends the renewals of a handling.
  */
 public final class LeaseWatchdog {
@@ -120,8 +120,8 @@ public final class LeaseWatchdog {
                         && !watch.paused()
                         && watch.queued.compareAndSet(false, true)) {
                     try {
-                        Shared.RENEWERS.execute(new Renewal(watch));
-                    } catch (RuntimeException | Error e) { // not queued (no thread could be had): the next sweep tries
+                        Shared.RENEWERS.execute(() -> renewQueued(watch));
+                    } catch (RuntimeException | Error e) { // no thread could be had: the next sweep tries again
                         watch.queued.set(false);
                     }
                 }
@@ -138,42 +138,20 @@ public final class LeaseWatchdog {
     }
 
     /**
-     * One extension of a due watch, on the shared renewers, the most urgent first: the watches whose last extension
-     * did not fail before those whose did (a row another transaction holds, a store that does not answer: such an
-     * extension may take the store's whole bound again), then by due time. A failed extension keeps its due time: it is
+     * The extension of a due watch, on a renewer thread of its own. A failed extension keeps its due time: it is
      * retried at the next sweep, not a third later.
      */
-    private final class Renewal implements Runnable, Comparable<Renewal> {
-        private final Watch watch;
-        private final boolean failing;
-        private final long due;
-
-        Renewal(Watch watch) {
-            this.watch = watch;
-            this.failing = watch.failing;
-            this.due = watch.due;
-        }
-
-        @Override
-        public int compareTo(Renewal other) {
-            return failing != other.failing ? Boolean.compare(failing, other.failing) : Long.compare(due, other.due);
-        }
-
-        /** Nothing may escape (see the sweep's run): the renewer's thread would be replaced, the watch left queued. */
-        @Override
-        public void run() {
-            try {
-                if (!watch.closed) {
-                    watch.failing = !renew(watch);
-                    if (!watch.failing) {
-                        watch.due = System.nanoTime() + renewEveryNanos;
-                    }
+    private void renewQueued(Watch watch) {
+        try {
+            if (!watch.closed && !watch.paused()) { // either may have begun since the sweep looked
+                if (renew(watch)) {
+                    watch.due = System.nanoTime() + renewEveryNanos;
                 }
-            } catch (Throwable t) {
-                // renew() already contains each watch's failure
-            } finally {
-                watch.queued.set(false);
             }
+        } catch (Throwable t) {
+            // nothing may escape (see the sweep's run); renew() already contains each watch's failure
+        } finally {
+            watch.queued.set(false);
         }
     }
 
@@ -229,25 +207,24 @@ public final class LeaseWatchdog {
 
     /**
      * The one scheduler of the sweeps and the renewers of every watchdog of the JVM, created on first use. Their
-     * threads are daemons: they never keep the JVM alive. Renewals run on up to {@link #RENEWERS_THREADS} threads, so
-     * that extensions waiting for their store (up to its bound each) delay the others by a fraction of it, not by
-     * their sum: twenty rows held by other transactions cost a 2 s lease every other handling's renewals on one thread.
+     * threads are daemons: they never keep the JVM alive. A renewal runs at once on an idle renewer or a new one
+     * (gone after 10 s idle): extensions waiting for their store up to its bound each never queue the others behind
+     * them (twenty rows held by other transactions, renewed one after the other, cost a 2 s lease every other
+     * handling's renewals; four threads in priority order, twenty-four first tries of 400 ms). Beyond {@link
+     * #MAX_RENEWERS} extensions at once, the next sweep tries again.
      */
     private static final class Shared {
-        static final int RENEWERS_THREADS = 4;
+        static final int MAX_RENEWERS = 64;
         static final ScheduledThreadPoolExecutor SCHEDULER = create();
         static final ThreadPoolExecutor RENEWERS = renewers();
 
         private static ThreadPoolExecutor renewers() {
-            var renewers = new ThreadPoolExecutor(
-                    RENEWERS_THREADS, RENEWERS_THREADS, 10, TimeUnit.SECONDS, new PriorityBlockingQueue<>(), r -> {
-                        Thread t = new Thread(null, r, "idem-lease-renewer", 0, false);
-                        t.setDaemon(true);
-                        t.setContextClassLoader(null);
-                        return t;
-                    });
-            renewers.allowCoreThreadTimeOut(true);
-            return renewers;
+            return new ThreadPoolExecutor(0, MAX_RENEWERS, 10, TimeUnit.SECONDS, new SynchronousQueue<>(), r -> {
+                Thread t = new Thread(null, r, "idem-lease-renewer", 0, false);
+                t.setDaemon(true);
+                t.setContextClassLoader(null);
+                return t;
+            });
         }
 
         private static ScheduledThreadPoolExecutor create() {
@@ -267,10 +244,9 @@ public final class LeaseWatchdog {
         private final String owner;
         private volatile long due;
         private volatile boolean closed;
-        /** Whether the last extension failed; whether one is queued or running (one at a time per watch). */
-        private volatile boolean failing;
-
+        /** Whether an extension is handed over or running (one at a time per watch). */
         private final AtomicBoolean queued = new AtomicBoolean();
+
         private volatile BooleanSupplier pausedWhile = () -> false;
 
         private Watch(IdempotencyKey key, String owner, long due) {

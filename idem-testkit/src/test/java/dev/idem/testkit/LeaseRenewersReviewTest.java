@@ -15,7 +15,6 @@ import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.UpdateResult;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
@@ -158,7 +157,8 @@ class LeaseRenewersReviewTest {
 
                 assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
                 assertThat(extendedWhilePaused.get())
-                        .as("extensions of a claim whose renewals are paused (its row held by the handler's transaction)")
+                        .as(
+                                "extensions of a claim whose renewals are paused (its row held by the handler's transaction)")
                         .isZero();
             } finally {
                 unblock.countDown();

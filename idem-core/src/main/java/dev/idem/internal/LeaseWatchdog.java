@@ -7,6 +7,9 @@ import dev.idem.StoreUnavailableException;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.UpdateResult;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledFuture;
@@ -15,6 +18,7 @@ import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 import org.jspecify.annotations.Nullable;
 
@@ -33,10 +37,17 @@ import org.jspecify.annotations.Nullable;
  * <p>The sweeps hand each due extension to a shared renewer thread of its own (idle ones are reused; one extension at a
  * time per handling, so never more threads than running handlings, at most {@code Shared.MAX_RENEWERS}): an extension
  * that waits for its store delays no other. A failed extension (whatever the store throws) is reported and retried at
- * the next sweep; only a store's answer that the lease is no longer ours ends the renewals of a handling.
+ * a later sweep, {@link #FAILED_AT_ONCE} at a time per watchdog, the longest untried first; only a store's answer that
+ * the lease is no longer ours ends the renewals of a handling.
  */
 public final class LeaseWatchdog {
     private static final System.Logger LOG = System.getLogger(LeaseWatchdog.class.getName());
+    /**
+     * Extensions of one watchdog retried at once after a failure: a failed one is likely to wait its store's whole
+     * bound again (a row another transaction holds, a store that does not answer), and many at once would take the
+     * renewers and the store's connections the others need.
+     */
+    private static final int FAILED_AT_ONCE = 2;
 
     private final IdempotencyStore store;
     private final String source;
@@ -46,6 +57,7 @@ public final class LeaseWatchdog {
     private final long sweepEveryMillis;
     private final Set<Watch> running = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean sweeping = new AtomicBoolean();
+    private final AtomicInteger failedInFlight = new AtomicInteger();
 
     public LeaseWatchdog(IdempotencyStore store, String source, IdempotencyListener listener, Duration lease) {
         this.store = store;
@@ -113,19 +125,54 @@ public final class LeaseWatchdog {
                     return;
                 }
             }
-            long now = System.nanoTime();
+            List<Watch> failed = new ArrayList<>();
             for (Watch watch : running) {
-                if (!watch.closed
-                        && now - watch.due >= 0
-                        && !watch.paused()
-                        && watch.queued.compareAndSet(false, true)) {
-                    try {
-                        Shared.RENEWERS.execute(() -> renewQueued(watch));
-                    } catch (RuntimeException | Error e) { // no thread could be had: the next sweep tries again
-                        watch.queued.set(false);
+                if (due(watch)) {
+                    if (watch.failing) {
+                        failed.add(watch);
+                    } else {
+                        hand(watch);
                     }
                 }
             }
+            failed.sort(Comparator.comparingLong(w -> w.tried));
+            for (Watch watch : failed) {
+                if (failedInFlight.get() >= FAILED_AT_ONCE) {
+                    return;
+                }
+                hand(watch);
+            }
+        }
+
+        private boolean due(Watch watch) {
+            return !watch.closed && reached(watch.due) && !watch.queued.get();
+        }
+
+        /** Hands {@code watch}'s extension to a renewer, unless it is no longer due once taken (one ran meanwhile). */
+        private void hand(Watch watch) {
+            if (!watch.queued.compareAndSet(false, true)) {
+                return;
+            }
+            if (!reached(watch.due)) {
+                watch.queued.set(false);
+                return;
+            }
+            boolean failing = watch.failing;
+            if (failing) {
+                failedInFlight.incrementAndGet();
+            }
+            try {
+                Shared.RENEWERS.execute(() -> renewQueued(watch, failing));
+            } catch (RuntimeException | Error e) { // no thread could be had: the next sweep tries again
+                if (failing) {
+                    failedInFlight.decrementAndGet();
+                }
+                watch.queued.set(false);
+            }
+        }
+
+        private boolean reached(long due) {
+            return System.nanoTime() - due >= 0;
         }
 
         private void stop() {
@@ -138,19 +185,25 @@ public final class LeaseWatchdog {
     }
 
     /**
-     * The extension of a due watch, on a renewer thread of its own. A failed extension keeps its due time: it is
-     * retried at the next sweep, not a third later.
+     * The extension of a due watch, on a renewer thread of its own; the pause is asked here, not on the shared sweep
+     * thread, where a slow condition would hold up every guard's renewals. A failed extension keeps its due time: it
+     * is retried at a later sweep, not a third later.
      */
-    private void renewQueued(Watch watch) {
+    private void renewQueued(Watch watch, boolean failing) {
         try {
-            if (!watch.closed && !watch.paused()) { // either may have begun since the sweep looked
-                if (renew(watch)) {
+            if (!watch.closed && !watch.paused()) {
+                watch.tried = System.nanoTime();
+                watch.failing = !renew(watch);
+                if (!watch.failing) {
                     watch.due = System.nanoTime() + renewEveryNanos;
                 }
             }
         } catch (Throwable t) {
             // nothing may escape (see the sweep's run); renew() already contains each watch's failure
         } finally {
+            if (failing) {
+                failedInFlight.decrementAndGet();
+            }
             watch.queued.set(false);
         }
     }
@@ -214,7 +267,7 @@ public final class LeaseWatchdog {
      * #MAX_RENEWERS} extensions at once, the next sweep tries again.
      */
     private static final class Shared {
-        static final int MAX_RENEWERS = 64;
+        static final int MAX_RENEWERS = 256;
         static final ScheduledThreadPoolExecutor SCHEDULER = create();
         static final ThreadPoolExecutor RENEWERS = renewers();
 
@@ -246,6 +299,10 @@ public final class LeaseWatchdog {
         private volatile boolean closed;
         /** Whether an extension is handed over or running (one at a time per watch). */
         private final AtomicBoolean queued = new AtomicBoolean();
+        /** Whether the last extension failed, and when it was tried (by its renewer; read by the sweep). */
+        private volatile boolean failing;
+
+        private volatile long tried;
 
         private volatile BooleanSupplier pausedWhile = () -> false;
 

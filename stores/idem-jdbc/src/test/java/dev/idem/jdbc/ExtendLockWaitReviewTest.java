@@ -109,8 +109,8 @@ class ExtendLockWaitReviewTest {
                         .filter(e -> e.type() == IdempotencyEvent.Type.STORE_UNAVAILABLE)
                         .count();
                 assertThat(stolen)
-                        .as("another consumer's claim of the free key while its handler runs under the watchdog"
-                                + " (" + unavailable + " STORE_UNAVAILABLE reports for the " + held + " held rows)")
+                        .as("another consumer's claim of the free key while its handler runs under the watchdog" + " ("
+                                + unavailable + " STORE_UNAVAILABLE reports for the " + held + " held rows)")
                         .isNull();
             }
         }

@@ -8,8 +8,6 @@ import dev.idem.IdempotencyKey;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
 import dev.idem.StoreUnavailableException;
-import dev.idem.spi.ClaimRequest;
-import dev.idem.spi.ClaimResult;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.StoredRecord;
 import dev.idem.spi.UpdateResult;
@@ -19,10 +17,6 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
@@ -91,86 +85,6 @@ class GuardWatchdogFaultTest {
                 assertThat(extended).as("a later handling's lease extended").isTrue();
                 assertThat(outcome.type()).isEqualTo(Outcome.Type.PROCESSED);
             }
-        }
-    }
-
-    /**
-     * Review (session 20): every renewal ran on the one shared thread, one after the other. Twenty handlings whose
-     * extensions each waited 150 ms for their store (rows other transactions hold: the JDBC store's bounded wait) made
-     * a sweep last 3 s, longer than a 2 s lease, and a handling whose own extension was instant lost its lease to
-     * another consumer while its handler still ran: two handlers on one key.
-     */
-    @Test
-    void aHandlingKeepsItsLease_whileTheExtensionsOfTwentyOthersWaitForTheirStore() throws Exception {
-        Duration lease = Duration.ofSeconds(2);
-        try (InMemoryStore realTime = InMemoryStore.create()) {
-            IdempotencyStore heldRows = new ForwardingStore(realTime) {
-                @Override
-                public UpdateResult extend(IdempotencyKey key, String owner, Duration requested) {
-                    if (key.key().startsWith("held-")) {
-                        sleep(Duration.ofMillis(150));
-                        throw new StoreUnavailableException(describe(), "the row is held by another transaction", null);
-                    }
-                    return delegate.extend(key, owner, requested);
-                }
-
-                @Override
-                public String describe() {
-                    return "held-rows(" + delegate.describe() + ")";
-                }
-            };
-            ExecutorService handlers = Executors.newFixedThreadPool(21);
-            CountDownLatch handling = new CountDownLatch(20);
-            CountDownLatch finish = new CountDownLatch(1);
-            try (Guard g = Guard.builder(heldRows)
-                    .namespace("payments")
-                    .lease(lease)
-                    .listener(events::add)
-                    .build()) {
-                for (int i = 0; i < 20; i++) {
-                    String key = "held-" + i;
-                    handlers.submit(() -> g.run(key, () -> {
-                        handling.countDown();
-                        finish.await(30, TimeUnit.SECONDS);
-                    }));
-                }
-                assertThat(handling.await(10, TimeUnit.SECONDS)).isTrue();
-                handlers.submit(() -> g.run("free", () -> finish.await(30, TimeUnit.SECONDS)));
-
-                IdempotencyKey free = IdempotencyKey.of("payments", "free");
-                ClaimResult stolen = null;
-                long end = System.nanoTime() + Duration.ofSeconds(6).toNanos();
-                while (stolen == null && System.nanoTime() < end) {
-                    sleep(Duration.ofMillis(100));
-                    ClaimResult other = realTime.claim(ClaimRequest.of(free, "another-consumer", lease));
-                    if (other instanceof ClaimResult.Acquired) {
-                        stolen = other;
-                    }
-                }
-                long renewers = Thread.getAllStackTraces().keySet().stream()
-                        .filter(t -> t.isAlive() && t.getName().startsWith("idem-lease-renewer"))
-                        .count();
-                finish.countDown();
-
-                assertThat(stolen)
-                        .as("another consumer's claim of a key whose handler still runs under the watchdog")
-                        .isNull();
-                assertThat(renewers)
-                        .as("renewer threads, twenty extensions waiting: one at a time per handling")
-                        .isBetween(1L, 21L);
-            } finally {
-                finish.countDown();
-                handlers.shutdown();
-                assertThat(handlers.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
-            }
-        }
-    }
-
-    private static void sleep(Duration duration) {
-        try {
-            Thread.sleep(duration.toMillis());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
     }
 

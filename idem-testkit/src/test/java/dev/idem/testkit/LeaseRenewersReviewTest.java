@@ -8,103 +8,65 @@ import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.InMemoryStore;
 import dev.idem.Outcome;
-import dev.idem.StoreUnavailableException;
-import dev.idem.spi.ClaimRequest;
-import dev.idem.spi.ClaimResult;
 import dev.idem.spi.IdempotencyStore;
 import dev.idem.spi.UpdateResult;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
-/** Review 3 of the shared lease renewers (commit a729b3d). */
+/**
+ * The lease watchdog's renewals while other handlings' extensions wait for their store (session 20: a review of the
+ * PostgreSQL extension's bounded wait, then two reviews of the shared renewers). Each test was red on the version it
+ * names.
+ */
 class LeaseRenewersReviewTest {
+    private static final Duration LEASE = Duration.ofSeconds(2);
 
     private final List<IdempotencyEvent> events = new CopyOnWriteArrayList<>();
 
     /**
-     * The initial burst: the priority ("last extension did not fail first") only helps after each held handling has
-     * failed once. Twenty-four handlings whose rows stop answering (a hung Redis Cluster shard, rows held by other
-     * transactions: each extension waits 400 ms, a fifth of the lease as Redis's default 2 s command timeout is of a
-     * 10 s lease, then fails) fall due just before a free handling; none has failed yet, so all 24 are queued ahead
-     * of it by due time and the four renewers work through 24 x 400 ms / 4 = 2.4 s of them first. The free
-     * handling's first extension comes after its 2 s lease ended: another consumer claims its key while its handler
-     * still runs (double effect). Expected: a free handling keeps its lease while others' extensions wait for their
-     * store, as the commit says ("delays the others by a fraction of its bound, not by the sum of all such waits").
+     * Every renewal ran on the one shared sweep thread, one after the other (before {@code a729b3d}): twenty
+     * handlings whose extensions each waited 150 ms for their store (rows other transactions hold: the JDBC store's
+     * bounded wait) made a sweep last 3 s, longer than a 2 s lease, and a handling whose own extension was instant
+     * lost its lease to another consumer while its handler still ran: two handlers on one key.
      */
     @Test
-    void aFreeHandlingKeepsItsLease_whenMoreThanFourNeverFailedExtensionsHangOnTheirFirstTry() throws Exception {
-        Duration lease = Duration.ofSeconds(2);
-        try (InMemoryStore realTime = InMemoryStore.create()) {
-            IdempotencyStore hungShard = new ForwardingStore(realTime) {
-                @Override
-                public UpdateResult extend(IdempotencyKey key, String owner, Duration requested) {
-                    if (key.key().startsWith("held-")) {
-                        sleepMillis(400);
-                        throw new StoreUnavailableException(describe(), "command timed out", null);
-                    }
-                    return delegate.extend(key, owner, requested);
-                }
-            };
-            int held = 24;
-            ExecutorService handlers = Executors.newFixedThreadPool(held + 1);
-            CountDownLatch handling = new CountDownLatch(held);
-            CountDownLatch finish = new CountDownLatch(1);
-            try (Guard g = Guard.builder(hungShard)
-                    .namespace("payments")
-                    .lease(lease)
-                    .listener(events::add)
-                    .build()) {
-                for (int i = 0; i < held; i++) {
-                    String key = "held-" + i;
-                    handlers.submit(() -> g.run(key, () -> {
-                        handling.countDown();
-                        finish.await(30, TimeUnit.SECONDS);
-                    }));
-                }
-                assertThat(handling.await(10, TimeUnit.SECONDS)).isTrue();
-                sleepMillis(20);
-                handlers.submit(() -> g.run("free", () -> finish.await(30, TimeUnit.SECONDS)));
-
-                IdempotencyKey free = IdempotencyKey.of("payments", "free");
-                ClaimResult stolen = null;
-                long end = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-                while (stolen == null && System.nanoTime() < end) {
-                    sleepMillis(100);
-                    ClaimResult other = realTime.claim(ClaimRequest.of(free, "another-consumer", lease));
-                    if (other instanceof ClaimResult.Acquired) {
-                        stolen = other;
-                    }
-                }
-                finish.countDown();
-
-                assertThat(stolen)
-                        .as("another consumer's claim of a key whose handler still runs under the watchdog")
-                        .isNull();
-            } finally {
-                finish.countDown();
-                handlers.shutdown();
-                assertThat(handlers.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
-            }
-        }
+    void aHandlingKeepsItsLease_whileTheExtensionsOfTwentyOthersWaitForTheirStore() throws Exception {
+        assertThat(freeKeysTakenOver(20, Duration.ofMillis(150), 1, 0)).isEmpty();
     }
 
     /**
-     * A renewal queued before {@code pauseLeaseRenewalWhile} runs after it: the sweep checks the pause when it queues
-     * the renewal, the renewer does not check it again. Here the four renewers are busy (extensions of other handlings
-     * waiting for their store), the handling's renewal falls due and is queued, then the handler writes its
-     * completion in its transaction ({@code JdbcStore.completeInTransaction} holds the claim's row and pauses the
-     * renewals). When a renewer frees up, the stale renewal extends the row the handler's transaction holds: on
-     * PostgreSQL it waits for the lock and reports a false STORE_UNAVAILABLE (on MariaDB it is retried, also failing),
-     * holding a renewer and a pool connection meanwhile; before the commit the window was a single check. Expected: no
-     * extension of a claim while its renewals are paused.
+     * Four renewers in priority order ("last extension did not fail" first, {@code a729b3d}) only helped once each
+     * held handling had failed once: twenty-four handlings whose first extension waits 400 ms (a fifth of the lease, as
+     * Redis's 2 s command timeout is of a 10 s lease) came before a free one, 24 x 400 ms / 4 = 2.4 s, past its lease.
+     */
+    @Test
+    void aFreeHandlingKeepsItsLease_whenMoreThanFourNeverFailedExtensionsHangOnTheirFirstTry() throws Exception {
+        assertThat(freeKeysTakenOver(24, Duration.ofMillis(400), 1, 0)).isEmpty();
+    }
+
+    /**
+     * Beyond the 64 renewers of {@code a3d1d43}, hanging extensions (200 handlings on a hung shard) took every freed
+     * renewer at every sweep, in the set's fixed order, and free handlings started after the saturation were refused a
+     * thread until their leases ended.
+     */
+    @Test
+    void freeHandlingsKeepTheirLeases_whenMoreThan64ExtensionsHang() throws Exception {
+        assertThat(freeKeysTakenOver(200, Duration.ofMillis(400), 8, 64)).isEmpty();
+    }
+
+    /**
+     * A renewal queued before {@code pauseLeaseRenewalWhile} ran after it ({@code a729b3d}): the sweep checked the pause
+     * when it queued the renewal, the renewer did not check it again. Here the renewers are busy, the handling's
+     * renewal falls due, then the handler writes its completion in its transaction ({@code
+     * JdbcStore.completeInTransaction} holds the claim's row and pauses the renewals): the stale renewal extended the
+     * row the transaction holds (on PostgreSQL a wait for the lock and a false STORE_UNAVAILABLE).
      */
     @Test
     void aRenewalQueuedBeforeThePause_doesNotExtendWhileThePauseHolds() throws Exception {
@@ -129,27 +91,21 @@ class LeaseRenewersReviewTest {
                     return delegate.extend(key, owner, requested);
                 }
             };
-            ExecutorService handlers = Executors.newFixedThreadPool(4);
-            CountDownLatch finish = new CountDownLatch(1);
-            try (Guard g = Guard.builder(store)
-                    .namespace("payments")
-                    .lease(Duration.ofMillis(1200))
-                    .listener(events::add)
-                    .build()) {
+            try (Guard g = guard(store, Duration.ofMillis(1200));
+                    Handlings handlings = new Handlings()) {
                 for (int i = 0; i < 4; i++) {
-                    String key = "block-" + i;
-                    handlers.submit(() -> g.run(key, () -> finish.await(30, TimeUnit.SECONDS)));
+                    handlings.start(g, "block-" + i);
                 }
                 LeaseWaits.waitFor(() -> blocked.get() >= 4, Duration.ofSeconds(10));
                 assertThat(blocked.get()).as("renewers busy").isGreaterThanOrEqualTo(4);
 
                 Outcome outcome = g.handle(Delivery.of("tx"), ctx -> {
-                    sleepMillis(800); // due after 400 ms, queued by a sweep (every 200 ms) behind the busy renewers
+                    Thread.sleep(800); // due after 400 ms, handed over by a sweep (every 200 ms)
                     AtomicBoolean transactionOpen = new AtomicBoolean(true);
                     ctx.pauseLeaseRenewalWhile(transactionOpen::get); // the completion holds the row from here
                     paused.set(true);
                     unblock.countDown();
-                    sleepMillis(300);
+                    Thread.sleep(300);
                     paused.set(false);
                     transactionOpen.set(false);
                     return Outcome.processed();
@@ -162,16 +118,81 @@ class LeaseRenewersReviewTest {
                         .isZero();
             } finally {
                 unblock.countDown();
-                finish.countDown();
-                handlers.shutdown();
-                assertThat(handlers.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
             }
         }
     }
 
-    private static void sleepMillis(long millis) {
+    /**
+     * The pause condition a handler (or {@code JdbcStore.completeInTransaction}: {@code !connection.isClosed()}) sets
+     * was asked on the one shared sweep thread of the JVM ({@code a3d1d43}): a slow condition (a driver whose {@code
+     * isClosed()} waits for the connection's lock) stopped the sweeps of every guard, whatever their store. Here one
+     * guard's handling has a condition that takes 3 s; another guard's handling, on a store that answers at once, has a
+     * 2 s lease.
+     */
+    @Test
+    void aSlowPauseConditionOfOneHandling_doesNotStopOtherGuardsRenewals() throws Exception {
+        try (InMemoryStore slowOnes = InMemoryStore.create();
+                InMemoryStore other = InMemoryStore.create();
+                Guard a = guard(slowOnes, LEASE);
+                Guard b = guard(other, LEASE);
+                Handlings handlings = new Handlings()) {
+            CountDownLatch paused = new CountDownLatch(1);
+            handlings.submit(() -> a.handle(Delivery.of("tx"), ctx -> {
+                ctx.pauseLeaseRenewalWhile(() -> {
+                    sleep(Duration.ofSeconds(3)); // e.g. isClosed() waiting for the connection's lock
+                    return true;
+                });
+                paused.countDown();
+                handlings.awaitEnd();
+                return Outcome.processed();
+            }));
+            assertThat(paused.await(5, TimeUnit.SECONDS)).isTrue();
+            handlings.start(b, "free");
+
+            assertThat(Handlings.takenOver(other, "payments", List.of("free"), LEASE, Duration.ofSeconds(5)))
+                    .as("keys claimed by another consumer while their handler runs under another guard's watchdog")
+                    .isEmpty();
+        }
+    }
+
+    /**
+     * Runs {@code held} handlings whose extensions wait {@code wait} and fail, then (once {@code saturatedAt} of those
+     * extensions wait at once) {@code free} handlings whose store answers at once; answers the free keys another
+     * consumer could claim within 5 s, while every handling still runs.
+     */
+    private List<String> freeKeysTakenOver(int held, Duration wait, int free, int saturatedAt) throws Exception {
+        try (InMemoryStore realTime = InMemoryStore.create()) {
+            Handlings.HangingExtensions store = new Handlings.HangingExtensions(realTime, wait);
+            try (Guard g = guard(store, LEASE);
+                    Handlings handlings = new Handlings()) {
+                for (int i = 0; i < held; i++) {
+                    handlings.start(g, "held-" + i);
+                }
+                LeaseWaits.waitFor(() -> store.mostAtOnce.get() >= saturatedAt, Duration.ofSeconds(10));
+                assertThat(store.mostAtOnce.get())
+                        .as("extensions waiting at once")
+                        .isGreaterThanOrEqualTo(saturatedAt);
+                List<String> freeKeys =
+                        IntStream.range(0, free).mapToObj(i -> "free-" + i).toList();
+                for (String key : freeKeys) {
+                    handlings.start(g, key);
+                }
+                return Handlings.takenOver(realTime, "payments", freeKeys, LEASE, Duration.ofSeconds(5));
+            }
+        }
+    }
+
+    private Guard guard(IdempotencyStore store, Duration lease) {
+        return Guard.builder(store)
+                .namespace("payments")
+                .lease(lease)
+                .listener(events::add)
+                .build();
+    }
+
+    private static void sleep(Duration duration) {
         try {
-            Thread.sleep(millis);
+            Thread.sleep(duration.toMillis());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }

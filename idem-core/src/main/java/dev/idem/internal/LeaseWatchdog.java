@@ -25,7 +25,7 @@ import org.jspecify.annotations.Nullable;
 /**
  * Extends the leases of running handlers: each a third of the lease after its claim and then every third, checked every
  * sixth of the lease and at least every second (so each extension comes between a third and a half of the lease after
- * the one before, and a failed one is retried at the next check). Every watchdog of the JVM sweeps on one shared daemon
+ * the one before, and a failed one is retried at a later check). Every watchdog of the JVM sweeps on one shared daemon
  * thread (200 guards, one thread) and renews on shared ones; a renewal only waits for its store's {@code extend},
  * so a store whose calls can hang must bound them (query or command timeouts), as every shipped store does.
  *

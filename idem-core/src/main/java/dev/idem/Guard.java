@@ -1,6 +1,7 @@
 package dev.idem;
 
 import dev.idem.IdempotencyEvent.GuardKind;
+import dev.idem.internal.Daemons;
 import dev.idem.internal.LeaseBounds;
 import dev.idem.internal.LeaseWatchdog;
 import dev.idem.internal.SafeListener;
@@ -105,11 +106,13 @@ public final class Guard implements AutoCloseable {
         this.waitForInProgress = b.waitForInProgress;
         this.source = store.describe();
         this.watchdog = b.watchdog ? new LeaseWatchdog(store, source, listener, lease) : null;
-        this.lateReports = new ThreadPoolExecutor(0, 1, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), task -> {
-            Thread t = new Thread(task, "idem-guard-late-completions " + namespace);
-            t.setDaemon(true);
-            return t;
-        });
+        this.lateReports = new ThreadPoolExecutor(
+                0,
+                1,
+                10,
+                TimeUnit.SECONDS,
+                new LinkedBlockingQueue<>(),
+                Daemons.named("idem-guard-late-completions " + namespace));
     }
 
     /** A guard with every default: 30 s lease, 7 day retention, fail closed, retry in-progress duplicates later. */

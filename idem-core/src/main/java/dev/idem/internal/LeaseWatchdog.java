@@ -272,20 +272,17 @@ public final class LeaseWatchdog {
         static final ThreadPoolExecutor RENEWERS = renewers();
 
         private static ThreadPoolExecutor renewers() {
-            return new ThreadPoolExecutor(0, MAX_RENEWERS, 10, TimeUnit.SECONDS, new SynchronousQueue<>(), r -> {
-                Thread t = new Thread(null, r, "idem-lease-renewer", 0, false);
-                t.setDaemon(true);
-                t.setContextClassLoader(null);
-                return t;
-            });
+            return new ThreadPoolExecutor(
+                    0,
+                    MAX_RENEWERS,
+                    10,
+                    TimeUnit.SECONDS,
+                    new SynchronousQueue<>(),
+                    Daemons.named("idem-lease-renewer"));
         }
 
         private static ScheduledThreadPoolExecutor create() {
-            var scheduler = new ScheduledThreadPoolExecutor(1, r -> {
-                Thread t = new Thread(r, "idem-lease-watchdog");
-                t.setDaemon(true);
-                return t;
-            });
+            var scheduler = new ScheduledThreadPoolExecutor(1, Daemons.named("idem-lease-watchdog"));
             scheduler.setRemoveOnCancelPolicy(true);
             return scheduler;
         }

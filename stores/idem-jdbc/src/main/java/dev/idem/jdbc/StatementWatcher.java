@@ -1,5 +1,6 @@
 package dev.idem.jdbc;
 
+import dev.idem.internal.Daemons;
 import java.sql.Statement;
 import java.time.Duration;
 import java.util.Set;
@@ -16,8 +17,7 @@ import org.jspecify.annotations.Nullable;
  * another.
  */
 final class StatementWatcher {
-    static final StatementWatcher SHARED =
-            new StatementWatcher(Duration.ofMillis(50), Duration.ofSeconds(30), StatementWatcher::daemon);
+    static final StatementWatcher SHARED = new StatementWatcher(Duration.ofMillis(50), Duration.ofSeconds(30));
 
     private static final System.Logger LOG = System.getLogger(StatementWatcher.class.getName());
 
@@ -35,18 +35,7 @@ final class StatementWatcher {
     }
 
     StatementWatcher(Duration tick, Duration idleEnd) {
-        this(tick, idleEnd, StatementWatcher::daemon);
-    }
-
-    /**
-     * The watcher's thread holds nothing of the thread that started it: not its context class loader (an undeployed
-     * application's would stay reachable) nor its inheritable thread locals.
-     */
-    private static Thread daemon(Runnable work) {
-        Thread thread = new Thread(null, work, "idem-statement-watcher", 0, false);
-        thread.setDaemon(true);
-        thread.setContextClassLoader(null);
-        return thread;
+        this(tick, idleEnd, Daemons.named("idem-statement-watcher"));
     }
 
     /** One statement under watch until {@link #close()}. */

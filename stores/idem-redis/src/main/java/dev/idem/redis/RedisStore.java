@@ -16,6 +16,7 @@ import dev.idem.IdempotencyEvent;
 import dev.idem.IdempotencyKey;
 import dev.idem.IdempotencyListener;
 import dev.idem.StoreUnavailableException;
+import dev.idem.internal.Daemons;
 import dev.idem.internal.SafeListener;
 import dev.idem.internal.UnderWay;
 import dev.idem.spi.ClaimRequest;
@@ -407,11 +408,8 @@ public final class RedisStore implements IdempotencyStore {
     }
 
     private ScheduledThreadPoolExecutor startNamespaceChecks() {
-        ScheduledThreadPoolExecutor checks = new ScheduledThreadPoolExecutor(1, r -> {
-            Thread t = new Thread(r, "idem-redis-namespace-checks-" + prefix);
-            t.setDaemon(true);
-            return t;
-        });
+        ScheduledThreadPoolExecutor checks =
+                new ScheduledThreadPoolExecutor(1, Daemons.named("idem-redis-namespace-checks-" + prefix));
         long period = Math.max(1, armingDelay.toMillis() / 3);
         checks.scheduleWithFixedDelay(this::checkNamespaces, period, period, TimeUnit.MILLISECONDS);
         return checks;

@@ -103,6 +103,15 @@ class CompletionUnderWayReviewTest {
         assertThat(copy.type()).isEqualTo(Outcome.Type.DUPLICATE);
     }
 
+    /** The store of a child consumer process: its own client, no arming delay, a generous command timeout. */
+    static RedisStore childStore(String url, String prefix) {
+        return RedisStore.builder(url)
+                .prefix(prefix)
+                .commandTimeout(Duration.ofSeconds(10))
+                .armingDelay(Duration.ZERO)
+                .build();
+    }
+
     /** The consumer process of the test above: handles one message, acks, and exits without closing anything. */
     public static final class AckThenExit {
         public static void main(String[] args) throws Exception {
@@ -113,11 +122,7 @@ class CompletionUnderWayReviewTest {
             long pauseMillis = Long.parseLong(args[4]);
             RedisClient admin = RedisClient.create(url);
             RedisCommands<String, String> effectsDb = admin.connect().sync();
-            RedisStore store = RedisStore.builder(url)
-                    .prefix(prefix)
-                    .commandTimeout(Duration.ofSeconds(10))
-                    .armingDelay(Duration.ZERO)
-                    .build();
+            RedisStore store = childStore(url, prefix);
             Guard guard = Guard.builder(store)
                     .namespace("payments")
                     .lease(Duration.ofSeconds(2))
@@ -390,16 +395,8 @@ class CompletionUnderWayReviewTest {
             Path told = Path.of(args[3]);
             RedisClient admin = RedisClient.create(url);
             RedisCommands<String, String> adminDb = admin.connect().sync();
-            RedisStore store = RedisStore.builder(url)
-                    .prefix(prefix)
-                    .commandTimeout(Duration.ofSeconds(10))
-                    .armingDelay(Duration.ZERO)
-                    .build();
-            RedisStore other = RedisStore.builder(url)
-                    .prefix(prefix)
-                    .commandTimeout(Duration.ofSeconds(10))
-                    .armingDelay(Duration.ZERO)
-                    .build();
+            RedisStore store = childStore(url, prefix);
+            RedisStore other = childStore(url, prefix);
             Guard guard = Guard.builder(store)
                     .namespace("payments")
                     .lease(Duration.ofMillis(500))
